@@ -1,0 +1,49 @@
+"""The ``gbxfer`` command: one sub-command per verb, each in its own module."""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from .._version import __version__
+from ..errors import GbxferError
+from . import _info, _ingest
+
+VERBS = (_ingest, _info)
+log = logging.getLogger("gbxfer")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gbxfer",
+        description="Learned cost models of tensor programs: ingest measurements, build "
+                    "features, train ranking boosters, transfer them to new hardware.")
+    parser.add_argument("--version", action="version", version=f"gbxfer {__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    noise = common.add_mutually_exclusive_group()
+    noise.add_argument("-q", "--quiet", action="store_true",
+                       help="print only warnings and errors; no progress bars")
+    noise.add_argument("-v", "--verbose", action="store_true", help="print debugging detail")
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+    for module in VERBS:
+        module.add_parser(verbs, common)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = logging.WARNING if args.quiet else logging.DEBUG if args.verbose else logging.INFO
+    logging.basicConfig(level=level, format="%(message)s", stream=sys.stderr, force=True)
+    try:
+        return int(args.run(args) or 0)
+    except GbxferError as error:
+        print(f"gbxfer {args.verb}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"gbxfer {args.verb}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""``gbxfer ingest``: read measurements into a dataset."""
+from __future__ import annotations
+
+import logging
+
+from .._ingest import ingest
+from ..targets import parse_hardware_option
+from ._common import command_stamp, existing_path
+
+log = logging.getLogger("gbxfer")
+
+
+def add_parser(verbs, common):
+    p = verbs.add_parser(
+        "ingest", parents=[common], help="read MetaSchedule databases, Ansor/TenSet logs and "
+        "datasets into one dataset",
+        description="Read MetaSchedule database folders, Ansor/TenSet logs (files, folders, "
+                    "TenSet trees measure_records/<platform>/*.json) and gbxfer datasets into "
+                    "one dataset. Duplicate records (same program and hardware) merge their "
+                    "repeats. OUT is replaced atomically; to add to it, pass it as a SOURCE too.")
+    p.add_argument("sources", nargs="+", metavar="SOURCE", type=existing_path)
+    p.add_argument("--out", required=True, metavar="DATASET", help="dataset folder to write")
+    p.add_argument("--hardware", metavar="NAME[:FAMILY]",
+                   help="hardware profile of every record read (default: derived from each "
+                        "record's target, e.g. cuda-sm_80, llvm-znver4-2c)")
+    p.add_argument("--skip-bad", action="store_true",
+                   help="skip bad lines and files, and report them, instead of stopping")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    hardware = parse_hardware_option(args.hardware) if args.hardware else None
+    dataset = ingest(args.sources, hardware=hardware, skip_bad=args.skip_bad,
+                     progress=not args.quiet)
+    skipped = dataset.manifest.get("skipped", {})
+    if skipped:
+        reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(skipped.items()))
+        log.warning("skipped %d bad lines or files (%s)", sum(skipped.values()), reasons)
+        for example in dataset.manifest.get("skip_examples", [])[:5]:
+            log.warning("  %s", example)
+    dataset.manifest.setdefault("commands", []).append(command_stamp())
+    dataset.save(args.out)
+    s = dataset.summary()
+    log.info("wrote %s: %d records (%d valid, %d failed) from %d lines, %d tasks, hardware %s",
+             args.out, s["n_records"], s["n_valid"], s["n_failed"], s["n_lines"], s["n_tasks"],
+             ", ".join(s["hardware"]) or "-")
+    return 0

@@ -1,0 +1,281 @@
+"""Datasets of measured programs: a records table and a tasks table, saved as a folder.
+
+On disk a dataset is a folder holding ``manifest.json`` and two Parquet files it names
+(``records-<token>.parquet``, ``tasks-<token>.parquet``). Saving writes new files first and then
+replaces ``manifest.json`` in one ``os.replace``, so a killed write leaves the old dataset or the
+new one, never half of one. The columns are documented in ``docs/dataset.md``.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ._version import __version__
+from .errors import GbxferError, SchemaVersionError
+
+SCHEMA_VERSION = 1
+FORMAT_NAME = "gbxfer-dataset"
+
+RECORD_SCHEMA = pa.schema([
+    ("record_id", pa.string()),        # hash of (program_id, hardware)
+    ("program_id", pa.string()),       # hash of (task_key, canonical program text)
+    ("task_key", pa.string()),
+    ("hardware", pa.string()),         # hardware profile name
+    ("hardware_family", pa.string()),
+    ("target", pa.string()),           # TVM target, canonical JSON
+    ("source_format", pa.string()),    # "metaschedule" or "ansor"
+    ("program", pa.string()),          # raw trace / step list as JSON text
+    ("primitives", pa.list_(pa.string())),  # normalised primitive kinds, in order
+    ("costs", pa.list_(pa.float64())),  # every valid repeat, seconds
+    ("n_measurements", pa.int32()),    # measurement lines merged into this record
+    ("n_failed", pa.int32()),          # of which failed (build/run error, timeout)
+    ("latency", pa.float64()),         # median of costs, seconds; NaN when no valid repeat
+    ("valid", pa.bool_()),
+    ("error", pa.string()),            # error kind of the last failure, "" when none failed
+    ("source", pa.string()),           # file of the first measurement
+    ("line", pa.int64()),              # its 1-based line
+])
+
+TASK_SCHEMA = pa.schema([
+    ("task_key", pa.string()),
+    ("source_format", pa.string()),
+    ("operator", pa.string()),         # e.g. "conv2d_nchw", "matmul"; "" when unknown
+    ("description", pa.string()),      # human-readable one-liner
+    ("args", pa.string()),             # JSON list of [dtype, shape] of the arguments
+    ("flops", pa.float64()),           # floating-point operations per run; NaN when unknown
+    ("network", pa.string()),          # comma-separated networks; "" when unknown
+    ("weight", pa.float64()),          # occurrences in its network; 1 when unknown
+    ("workload_format", pa.string()),  # "tvm-json", "ansor-key" or ""
+    ("workload", pa.string()),         # workload IR / key text, stored once per task
+])
+
+RECORD_COLUMNS = RECORD_SCHEMA.names
+TASK_COLUMNS = TASK_SCHEMA.names
+
+
+def _empty(schema: pa.Schema) -> pd.DataFrame:
+    return schema.empty_table().to_pandas()
+
+
+class Dataset:
+    """Measured programs: one row per (program, hardware profile) record, plus their tasks.
+
+    Parameters
+    ----------
+    records : pandas.DataFrame
+        One row per record, columns ``RECORD_COLUMNS``.
+    tasks : pandas.DataFrame
+        One row per task, columns ``TASK_COLUMNS``.
+    manifest : dict, optional
+        Provenance carried along (sources, skipped lines, commands).
+    """
+
+    def __init__(self, records: pd.DataFrame | None = None, tasks: pd.DataFrame | None = None,
+                 manifest: dict | None = None):
+        self.records = (_empty(RECORD_SCHEMA) if records is None
+                        else records.reset_index(drop=True)[RECORD_COLUMNS])
+        self.tasks = (_empty(TASK_SCHEMA) if tasks is None
+                      else tasks.reset_index(drop=True)[TASK_COLUMNS])
+        self.manifest = dict(manifest or {})
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __repr__(self) -> str:
+        return (f"Dataset({len(self.records)} records, {self.records['task_key'].nunique()} tasks, "
+                f"hardware={sorted(self.records['hardware'].unique())})")
+
+    # ---------------------------------------------------------------- persistence
+    @classmethod
+    def load(cls, path) -> "Dataset":
+        """Load a dataset folder written by :meth:`save`."""
+        path = Path(path)
+        manifest_path = path / "manifest.json"
+        if not manifest_path.is_file():
+            raise GbxferError(f"{path}: not a gbxfer dataset (no manifest.json)")
+        try:
+            manifest = json.loads(manifest_path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise GbxferError(f"{manifest_path}: unreadable manifest ({exc})") from None
+        if manifest.get("format") != FORMAT_NAME:
+            raise GbxferError(f"{manifest_path}: format is {manifest.get('format')!r}, "
+                              f"expected {FORMAT_NAME!r}")
+        version = manifest.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"{path}: dataset schema version {version} cannot be read by gbxfer "
+                f"{__version__}, which reads schema version {SCHEMA_VERSION}")
+        files = manifest["files"]
+        records = pq.read_table(path / files["records"], schema=RECORD_SCHEMA).to_pandas()
+        tasks = pq.read_table(path / files["tasks"], schema=TASK_SCHEMA).to_pandas()
+        return cls(records, tasks, manifest)
+
+    def save(self, path) -> Path:
+        """Write the dataset to folder ``path`` atomically (see the module docstring)."""
+        path = Path(path)
+        if path.exists() and not path.is_dir():
+            raise GbxferError(f"{path}: exists and is not a folder")
+        if path.is_dir() and any(path.iterdir()) and not (path / "manifest.json").exists():
+            raise GbxferError(f"{path}: folder is not empty and holds no gbxfer dataset; "
+                              "refusing to write into it")
+        path.mkdir(parents=True, exist_ok=True)
+        token = uuid.uuid4().hex[:12]
+        files = {"records": f"records-{token}.parquet", "tasks": f"tasks-{token}.parquet"}
+        _write_parquet(self.records, RECORD_SCHEMA, path / files["records"])
+        _write_parquet(self.tasks, TASK_SCHEMA, path / files["tasks"])
+        manifest = {**self.manifest, "format": FORMAT_NAME, "schema_version": SCHEMA_VERSION,
+                    "gbxfer_version": __version__, "files": files,
+                    "saved": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                    "n_records": len(self.records)}
+        tmp = path / f".manifest-{token}.tmp"
+        tmp.write_text(json.dumps(manifest, indent=1))
+        _fsync(tmp)
+        os.replace(tmp, path / "manifest.json")
+        for old in path.iterdir():  # files of the previous version, and debris of killed writes
+            if old.name not in files.values() and old.name != "manifest.json" and (
+                    old.suffix in (".parquet", ".tmp") or old.name.startswith(".")):
+                old.unlink()
+        self.manifest = manifest
+        return path
+
+    # ---------------------------------------------------------------- selection
+    def filter(self, task=None, hardware=None, family=None, valid=None) -> "Dataset":
+        """Records of the given task key(s), hardware profile(s), family(ies) and validity."""
+        mask = np.ones(len(self.records), dtype=bool)
+        for column, wanted in (("task_key", task), ("hardware", hardware),
+                               ("hardware_family", family)):
+            if wanted is not None:
+                wanted = [wanted] if isinstance(wanted, str) else list(wanted)
+                mask &= self.records[column].isin(wanted).to_numpy()
+        if valid is not None:
+            mask &= self.records["valid"].to_numpy() == bool(valid)
+        return self.select(mask)
+
+    def select(self, mask) -> "Dataset":
+        """Records where boolean ``mask`` is true (or at integer positions ``mask``)."""
+        records = self.records.iloc[np.flatnonzero(mask) if np.asarray(mask).dtype == bool
+                                    else np.asarray(mask)]
+        tasks = self.tasks[self.tasks["task_key"].isin(records["task_key"].unique())]
+        return Dataset(records, tasks, self.manifest)
+
+    def groups(self):
+        """Iterate ``((task_key, hardware), records)`` over task x hardware groups, sorted."""
+        yield from self.records.groupby(["task_key", "hardware"], sort=True)
+
+    @property
+    def hardware(self) -> list[str]:
+        return sorted(self.records["hardware"].unique())
+
+    # ---------------------------------------------------------------- combination
+    @classmethod
+    def concat(cls, datasets) -> "Dataset":
+        """One dataset from several; duplicate records (same program and hardware) are merged."""
+        datasets = list(datasets)
+        if not datasets:
+            return cls()
+        records = pd.concat([d.records for d in datasets], ignore_index=True)
+        tasks = pd.concat([d.tasks for d in datasets], ignore_index=True)
+        manifest = {"sources": [s for d in datasets for s in d.manifest.get("sources", [])],
+                    "skipped": _sum_counts(d.manifest.get("skipped", {}) for d in datasets),
+                    "commands": [c for d in datasets for c in d.manifest.get("commands", [])]}
+        return cls(merge_duplicate_records(records),
+                   tasks.drop_duplicates("task_key", keep="first"), manifest)
+
+    # ---------------------------------------------------------------- summaries
+    def summary(self) -> dict:
+        """Counts overall and per hardware profile, and latency ranges per hardware x task."""
+        r = self.records
+        by_hw = {}
+        for name, g in r.groupby("hardware", sort=True):
+            by_hw[name] = {
+                "family": str(g["hardware_family"].iloc[0]),
+                "n_lines": int(g["n_measurements"].sum()),
+                "n_records": int(len(g)),
+                "n_valid": int(g["valid"].sum()),
+                "n_failed": int((~g["valid"]).sum()),
+                "n_failed_measurements": int(g["n_failed"].sum()),
+                "n_tasks": int(g["task_key"].nunique()),
+                "n_programs": int(g["program_id"].nunique()),
+            }
+        groups = []
+        for (task, hw), g in self.groups():
+            lat = g.loc[g["valid"], "latency"].to_numpy()
+            groups.append({
+                "task_key": task, "hardware": hw, "n_records": int(len(g)),
+                "n_valid": int(len(lat)),
+                "latency_min": float(lat.min()) if len(lat) else None,
+                "latency_median": float(np.median(lat)) if len(lat) else None,
+                "latency_max": float(lat.max()) if len(lat) else None,
+            })
+        n_hw = r["hardware"].nunique()
+        per_program = r.groupby("program_id")["hardware"].nunique()
+        return {
+            "n_lines": int(r["n_measurements"].sum()),
+            "n_records": int(len(r)),
+            "n_valid": int(r["valid"].sum()),
+            "n_failed": int((~r["valid"]).sum()),
+            "n_tasks": int(r["task_key"].nunique()),
+            "n_programs": int(r["program_id"].nunique()),
+            "n_programs_on_every_hardware": int((per_program == n_hw).sum()) if n_hw else 0,
+            "skipped_lines": dict(self.manifest.get("skipped", {})),
+            "hardware": by_hw,
+            "groups": groups,
+        }
+
+
+def merge_duplicate_records(records: pd.DataFrame) -> pd.DataFrame:
+    """Merge rows with the same ``record_id``: repeats pooled, valid when any repeat is valid.
+
+    The merged row keeps the first row's program text and provenance, the pooled valid costs,
+    the summed measurement and failure counts, and the median of the pooled costs.
+    """
+    dup = records["record_id"].duplicated(keep=False).to_numpy()
+    if not dup.any():
+        return records.reset_index(drop=True)
+    merged = []
+    for _, g in records[dup].groupby("record_id", sort=False):
+        row = g.iloc[0].to_dict()
+        costs = np.concatenate([np.asarray(c, dtype=float) for c in g["costs"]])
+        errors = [e for e in g["error"] if e]
+        row.update(costs=costs, n_measurements=int(g["n_measurements"].sum()),
+                   n_failed=int(g["n_failed"].sum()), valid=bool(len(costs)),
+                   latency=float(np.median(costs)) if len(costs) else float("nan"),
+                   error=errors[-1] if errors else "")
+        merged.append(row)
+    out = pd.concat([records[~dup], pd.DataFrame(merged, columns=records.columns)],
+                    ignore_index=True)
+    return out
+
+
+def _write_parquet(frame: pd.DataFrame, schema: pa.Schema, path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    table = pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False)
+    pq.write_table(table, tmp, compression="zstd")
+    _fsync(tmp)
+    os.replace(tmp, path)
+
+
+def _fsync(path: Path) -> None:
+    with open(path, "rb") as f:
+        os.fsync(f.fileno())
+
+
+def _sum_counts(dicts) -> dict:
+    total: dict = {}
+    for d in dicts:
+        for k, v in d.items():
+            total[k] = total.get(k, 0) + v
+    return total
+
+
+def load_dataset(path) -> Dataset:
+    """Load a dataset folder (see :class:`Dataset`)."""
+    return Dataset.load(path)

@@ -1,0 +1,81 @@
+"""Reading JSON-lines files (plain or gzip) with errors that name the file and line."""
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import zlib
+from pathlib import Path
+
+import orjson
+
+from ..errors import InputError
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def open_binary(path: Path):
+    """Open ``path`` for reading bytes, decompressing gzip whatever its suffix."""
+    with open(path, "rb") as f:
+        magic = f.read(2)
+    return gzip.open(path, "rb") if magic == GZIP_MAGIC else open(path, "rb")
+
+
+def json_lines(path: Path):
+    """Yield ``(line_number, value)`` for every non-blank line of a JSON-lines file.
+
+    A line that is not UTF-8 or not JSON yields an :class:`InputError` as its value, so that the
+    caller can skip it and read on. An empty file or a truncated gzip stream raises
+    :class:`InputError`. NaN and Infinity literals are rejected (they are not JSON); integers
+    beyond 64 bits are too (orjson's limit).
+    """
+    n_values = 0
+    try:
+        with open_binary(path) as f:
+            for number, raw in enumerate(f, start=1):
+                if not raw.strip():
+                    continue
+                n_values += 1
+                try:
+                    value = orjson.loads(raw)
+                except orjson.JSONDecodeError as exc:
+                    value = _line_error(path, number, raw, exc)
+                yield number, value
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise InputError(path, None, "truncated-file", f"corrupt or truncated gzip ({exc})") from None
+    if n_values == 0:
+        raise InputError(path, None, "empty-file", "empty file: no JSON lines in it")
+
+
+def _line_error(path, number, raw: bytes, exc) -> InputError:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return InputError(path, number, "not-utf8", f"byte {raw[bad.start]:#04x} at column "
+                                                    f"{bad.start + 1} is not UTF-8")
+    return InputError(path, number, "malformed-json", f"not a JSON value ({exc}); truncated line?")
+
+
+def check_costs(path, line, costs, what="costs") -> list[float]:
+    """Validate a list of repeat costs (seconds): non-empty, numbers, finite, positive."""
+    if not isinstance(costs, list) or not costs:
+        raise InputError(path, line, "bad-cost", f"{what} must be a non-empty list of seconds, "
+                         f"got {_short(costs)}")
+    for c in costs:
+        if isinstance(c, bool) or not isinstance(c, (int, float)):
+            raise InputError(path, line, "bad-cost", f"{what} must be numbers, got {_short(c)}")
+        if not math.isfinite(c) or c <= 0:
+            raise InputError(path, line, "bad-cost",
+                             f"{what} must be finite and positive seconds, got {c!r}")
+    return [float(c) for c in costs]
+
+
+def expect(condition, path, line, message, reason="bad-structure"):
+    """Raise an :class:`InputError` with ``message`` unless ``condition`` holds."""
+    if not condition:
+        raise InputError(path, line, reason, message)
+
+
+def _short(value, limit=60) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -1,0 +1,105 @@
+"""Train/test splits as deterministic functions of keys and a seed (DESIGN.md, "Conventions").
+
+Each key (program id, task key or network name) is hashed with the seed to a number in [0, 1);
+keys below ``test_fraction`` are test. A split therefore selects the same test programs or tasks
+on a pruned or merged dataset, and the test share is ``test_fraction`` in expectation, not
+exactly. A by-hardware split holds out one whole hardware family; the same program may then be in
+train on another family (paired data), and :func:`paired_test_mask` tells which.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+import numpy as np
+
+from .errors import GbxferError
+
+KINDS = ("within-task", "by-task", "by-network", "by-hardware")
+
+
+def key_uniform(keys, seed: int) -> np.ndarray:
+    """A number in [0, 1) per key, a deterministic function of (key, seed)."""
+    salt = f"{int(seed)}\x00".encode()
+    cache: dict = {}
+    out = np.empty(len(keys))
+    for i, key in enumerate(keys):
+        u = cache.get(key)
+        if u is None:
+            digest = hashlib.blake2b(salt + str(key).encode(), digest_size=8).digest()
+            u = cache[key] = int.from_bytes(digest, "big") / 2.0**64
+        out[i] = u
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitSpec:
+    """How to hold out test data.
+
+    Parameters
+    ----------
+    kind : {"within-task", "by-task", "by-network", "by-hardware"}
+        within-task holds out program ids (on every profile), by-task whole tasks, by-network
+        the tasks of whole networks, by-hardware one hardware family.
+    test_fraction : float
+        Expected share of test keys (not used by by-hardware).
+    seed : int
+    family : str, optional
+        The held-out hardware family (by-hardware only).
+    """
+
+    kind: str
+    test_fraction: float = 0.2
+    seed: int = 0
+    family: str | None = None
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise GbxferError(f"unknown split kind {self.kind!r}; expected one of {', '.join(KINDS)}")
+        if self.kind == "by-hardware" and not self.family:
+            raise GbxferError("a by-hardware split needs a family: by-hardware:FAMILY")
+        if self.kind != "by-hardware" and not 0.0 < self.test_fraction < 1.0:
+            raise GbxferError(f"test fraction must be in (0, 1), got {self.test_fraction}")
+
+    @classmethod
+    def parse(cls, text: str, test_fraction: float = 0.2, seed: int = 0) -> "SplitSpec":
+        """From the CLI spelling: ``within-task``, ``by-task``, ``by-network``, ``by-hardware:FAMILY``."""
+        kind, _, family = text.partition(":")
+        return cls(kind, test_fraction, seed, family or None)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "SplitSpec":
+        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})
+
+    def test_mask(self, dataset) -> np.ndarray:
+        """Boolean mask over ``dataset.records``: True for test records."""
+        records = dataset.records
+        if self.kind == "within-task":
+            return key_uniform(records["program_id"].to_numpy(), self.seed) < self.test_fraction
+        if self.kind == "by-task":
+            return key_uniform(records["task_key"].to_numpy(), self.seed) < self.test_fraction
+        if self.kind == "by-hardware":
+            mask = (records["hardware_family"] == self.family).to_numpy()
+            if not mask.any():
+                families = ", ".join(sorted(records["hardware_family"].unique()))
+                raise GbxferError(f"no records of hardware family {self.family!r}; "
+                                  f"families in the dataset: {families}")
+            return mask
+        networks = dict(zip(dataset.tasks["task_key"], dataset.tasks["network"]))
+        missing = sorted({t for t in records["task_key"].unique() if not networks.get(t)})
+        if missing:
+            raise GbxferError(f"a by-network split needs each task's network; {len(missing)} "
+                              f"tasks have none (first: {missing[0][:60]})")
+        test_tasks = {task for task, names in networks.items() if names and any(
+            key_uniform([n], self.seed)[0] < self.test_fraction for n in names.split(","))}
+        return records["task_key"].isin(test_tasks).to_numpy()
+
+
+def paired_test_mask(dataset, test_mask) -> np.ndarray:
+    """True for test records whose program is also measured in the train part (on other hardware)."""
+    program_ids = dataset.records["program_id"]
+    train_programs = set(program_ids[~np.asarray(test_mask)])
+    return np.asarray(test_mask) & program_ids.isin(train_programs).to_numpy()

@@ -1,0 +1,69 @@
+"""Writing benchmark results under scripts/results/, stamped with command, date, commit, machine."""
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def stamp() -> dict:
+    """Where and how a result was measured."""
+    repo = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True,
+                                capture_output=True, text=True).stdout.strip()
+        dirty = bool(subprocess.run(["git", "-C", str(repo), "status", "--porcelain",
+                                     "--untracked-files=no"],
+                                    capture_output=True, text=True).stdout.strip())
+    except (OSError, subprocess.CalledProcessError):
+        commit, dirty = "unknown", False
+    cpu = "unknown"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "command": shlex.join([Path(sys.executable).name, *sys.argv]),
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "commit": commit + ("-dirty" if dirty else ""),
+        "machine": {"host": platform.node(), "cpu": cpu, "cores": os.cpu_count(),
+                    "python": platform.python_version(), "system": platform.platform()},
+    }
+
+
+def write_results(name: str, rows: list[dict], **extra) -> dict:
+    """Write ``results/<name>.json`` (stamp + rows + extra) and ``results/<name>.csv`` (rows)."""
+    RESULTS.mkdir(exist_ok=True)
+    payload = {**stamp(), **extra, "rows": rows}
+    (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=1, default=str) + "\n")
+    if rows:
+        columns = list(dict.fromkeys(k for row in rows for k in row))
+        with open(RESULTS / f"{name}.csv", "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=columns)
+            writer.writeheader()
+            writer.writerows(rows)
+    return payload
+
+
+def print_table(rows: list[dict], columns: list[str] | None = None) -> None:
+    columns = columns or list(dict.fromkeys(k for row in rows for k in row))
+
+    def cell(v):
+        return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+    widths = [max(len(c), *(len(cell(r.get(c, ""))) for r in rows)) for c in columns]
+    print("  ".join(c.ljust(w) for c, w in zip(columns, widths)))
+    print("  ".join("-" * w for w in widths))
+    for r in rows:
+        print("  ".join(cell(r.get(c, "")).ljust(w) for c, w in zip(columns, widths)))

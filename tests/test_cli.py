@@ -1,0 +1,65 @@
+"""The gbxfer command: version, help, quiet/verbose on every verb, ingest + info."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from gbxfer import __version__
+from gbxfer.cli import build_parser, main
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert __version__ in capsys.readouterr().out
+
+
+def test_every_verb_takes_quiet_and_verbose():
+    parser = build_parser()
+    verbs = parser._subparsers._group_actions[0].choices
+    for name, sub in verbs.items():
+        options = {o for action in sub._actions for o in action.option_strings}
+        assert {"-q", "-v", "--quiet", "--verbose"} <= options, name
+
+
+def test_console_script_runs_without_traceback_on_missing_dataset(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "gbxfer", "info", str(tmp_path / "nope")],
+                            capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "not a gbxfer dataset" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_ingest_then_info_json(example_db, tmp_path, capsys):
+    out = tmp_path / "ds"
+    assert main(["ingest", str(example_db), "--out", str(out)]) == 0
+    assert "wrote" in capsys.readouterr().err
+    assert main(["info", str(out), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    for key in ("n_lines", "n_records", "n_valid", "n_tasks", "hardware"):
+        assert key in info
+    (hw,) = info["hardware"].values()
+    assert set(hw) >= {"family", "n_lines", "n_records", "n_valid", "n_failed", "n_tasks"}
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["commands"][0]["argv"].startswith("gbxfer")
+
+
+def test_info_prints_a_table(example_db, tmp_path, capsys):
+    out = tmp_path / "ds"
+    main(["ingest", str(example_db), "--out", str(out), "-q"])
+    capsys.readouterr()
+    assert main(["info", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "lines read" in text and "latency_median" in text
+
+
+def test_hardware_option_on_the_command_line(example_db, tmp_path, capsys):
+    out = tmp_path / "ds"
+    main(["ingest", str(example_db), "--out", str(out), "--hardware", "mybox:zen", "-q"])
+    main(["info", str(out), "--json"])
+    info = json.loads(capsys.readouterr().out)
+    assert info["hardware"]["mybox"]["family"] == "zen"

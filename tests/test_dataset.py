@@ -1,0 +1,84 @@
+"""Datasets on disk: round trip, atomic replacement, schema versions, selection and groups."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from gbxfer import Dataset, GbxferError, SchemaVersionError
+
+
+def test_save_and_load_round_trip(ansor_a100_dataset, tmp_path):
+    ansor_a100_dataset.save(tmp_path / "ds")
+    loaded = Dataset.load(tmp_path / "ds")
+    a, b = ansor_a100_dataset.records, loaded.records
+    assert list(a["record_id"]) == list(b["record_id"])
+    assert np.array_equal(a["latency"].to_numpy(), b["latency"].to_numpy(), equal_nan=True)
+    assert list(a["primitives"].iloc[5]) == list(b["primitives"].iloc[5])
+    assert list(a["costs"].iloc[5]) == list(b["costs"].iloc[5])
+    assert len(loaded.tasks) == len(ansor_a100_dataset.tasks)
+
+
+def test_killed_write_leaves_the_old_dataset(ansor_a100_dataset, tmp_path, monkeypatch):
+    path = tmp_path / "ds"
+    old = ansor_a100_dataset.filter(hardware="cuda-sm_80").select(np.arange(10))
+    old.save(path)
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt  # the process dies before the manifest is replaced
+
+    monkeypatch.setattr(os, "replace", killed)
+    with pytest.raises(KeyboardInterrupt):
+        ansor_a100_dataset.save(path)
+    monkeypatch.undo()
+    assert len(Dataset.load(path)) == 10
+    ansor_a100_dataset.save(path)  # the next write cleans up what the killed one left
+    assert len(Dataset.load(path)) == len(ansor_a100_dataset)
+    assert len(list(path.glob("*.parquet"))) == 2
+
+
+def test_other_schema_version_names_both_versions(ansor_a100_dataset, tmp_path):
+    path = ansor_a100_dataset.save(tmp_path / "ds")
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["schema_version"] = 99
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(SchemaVersionError, match="schema version 99.*schema version 1"):
+        Dataset.load(path)
+
+
+def test_refuses_to_write_into_a_foreign_folder(ansor_a100_dataset, tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(GbxferError, match="not empty"):
+        ansor_a100_dataset.save(tmp_path)
+
+
+def test_filter_by_task_hardware_and_validity(ansor_a100_dataset):
+    task = ansor_a100_dataset.records["task_key"].iloc[0]
+    sub = ansor_a100_dataset.filter(task=task, valid=True)
+    assert set(sub.records["task_key"]) == {task}
+    assert sub.records["valid"].all()
+    assert list(sub.tasks["task_key"]) == [task]
+    assert len(ansor_a100_dataset.filter(hardware="nowhere")) == 0
+
+
+def test_groups_are_task_by_hardware(ansor_a100_dataset):
+    keys = [key for key, _ in ansor_a100_dataset.groups()]
+    assert len(keys) == 7
+    assert all(hw == "cuda-sm_80" for _, hw in keys)
+
+
+def test_concat_merges_records_valid_when_any_repeat_is(ansor_a100_dataset):
+    r = ansor_a100_dataset.records
+    failed = Dataset(r[~r["valid"]].head(1), ansor_a100_dataset.tasks)
+    fake_valid_rows = failed.records.copy()
+    fake_valid_rows["valid"] = True
+    fake_valid_rows["costs"] = [np.array([0.5, 0.7])]
+    fake_valid_rows["n_failed"] = 0
+    fake_valid_rows["error"] = ""
+    merged = Dataset.concat([failed, Dataset(fake_valid_rows, ansor_a100_dataset.tasks)])
+    rec = merged.records.iloc[0]
+    assert len(merged) == 1
+    assert bool(rec["valid"]) and rec["latency"] == pytest.approx(0.6)
+    assert rec["n_failed"] == 1 and rec["n_measurements"] == 2
