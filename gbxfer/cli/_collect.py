@@ -1,0 +1,60 @@
+"""``gbxfer collect``: measure programs of a workload suite on hardware profiles (needs TVM)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import GbxferError
+from ..profiles import find_config, load_profile
+from ..workloads import load_suite
+from ._common import command_stamp
+
+
+def add_parser(verbs, common):
+    p = verbs.add_parser(
+        "collect", parents=[common], help="sample and measure programs with TVM MetaSchedule",
+        description="Sample N distinct programs per task of a workload suite from MetaSchedule's "
+                    "design space (random decisions) and measure each on every hardware profile "
+                    "given (profiles with the same target share one build). Writes one "
+                    "MetaSchedule database per profile under OUT/metaschedule/ and a gbxfer "
+                    "dataset in OUT/dataset. Resumable: rerun the same command after an "
+                    "interruption and only what is missing is measured. Needs gbxfer[tvm].")
+    p.add_argument("--suite", required=True, help="suite name (configs/workloads) or YAML path")
+    p.add_argument("--hardware", required=True, metavar="PROFILE[,PROFILE...]",
+                   help="hardware profile names (configs/hardware) or YAML paths")
+    p.add_argument("--programs", type=int, required=True, metavar="N",
+                   help="distinct programs per task")
+    p.add_argument("--out", required=True, type=Path, metavar="DIR")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--tasks", metavar="NAME[,NAME...]",
+                   help="only these tasks of the suite (names as in `gbxfer suite show`)")
+    p.add_argument("--batch-size", type=int, default=16, help="programs built per batch")
+    p.add_argument("--repeats", type=int, default=3, help="timed repeats per program")
+    p.add_argument("--min-repeat-ms", type=int, default=40,
+                   help="each repeat runs the kernel for at least this long")
+    p.add_argument("--build-workers", type=int, default=1,
+                   help="parallel build processes (1 leaves a core free on a 2-core machine)")
+    p.add_argument("--run-timeout", type=float, default=20.0, help="seconds per program run")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    try:
+        from ..tvm._collect import CollectPlan, Collector
+    except ImportError as exc:
+        raise GbxferError(f"gbxfer collect needs TVM: pip install 'gbxfer[tvm]' ({exc})") from None
+    suite = load_suite(find_config("workloads", args.suite))
+    if args.tasks:
+        suite = suite.select(args.tasks.split(","))
+    profiles = [load_profile(name) for name in args.hardware.split(",")]
+    if args.programs <= 0:
+        raise GbxferError("--programs must be positive")
+    plan = CollectPlan(suite=suite, profiles=profiles, programs=args.programs, out=args.out,
+                       seed=args.seed, batch_size=args.batch_size, repeats=args.repeats,
+                       min_repeat_ms=args.min_repeat_ms, build_workers=args.build_workers,
+                       run_timeout=args.run_timeout, commands=[command_stamp()])
+    dataset = Collector(plan).run(progress=not args.quiet)
+    summary = dataset.summary()
+    for name, h in summary["hardware"].items():
+        print(f"{name}: {h['n_records']} programs, {h['n_valid']} valid, {h['n_tasks']} tasks")
+    print(f"dataset: {args.out / 'dataset'}")
+    return 0

@@ -1,0 +1,82 @@
+"""Hardware profiles: the named (target, threads, descriptor) a measurement is taken on.
+
+A profile file (``configs/hardware/NAME.yaml``)::
+
+    name: x86-avx2-1t
+    family: x86-avx2              # the ISA (thread variants of one ISA share a family)
+    description: ...
+    target: {kind: llvm, mcpu: znver3, num-cores: 1}
+    threads: 1                    # TVM_NUM_THREADS of the measuring worker
+    descriptor: {vector_bits: 256, fma: 1, ...}
+
+Profiles are looked up by path, then by name in ``./configs/hardware`` and in the configs folder
+next to the gbxfer package (a source checkout).
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import yaml
+
+from .errors import GbxferError
+
+PACKAGE_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+
+@dataclasses.dataclass(frozen=True)
+class HardwareProfile:
+    name: str
+    family: str
+    target: dict
+    threads: int
+    description: str = ""
+    descriptor: dict = dataclasses.field(default_factory=dict)
+    path: str = ""
+
+
+def config_dirs(kind: str) -> list[Path]:
+    """Folders searched for ``configs/<kind>/`` files, in order."""
+    dirs = [Path.cwd() / "configs" / kind, PACKAGE_CONFIGS / kind]
+    return list(dict.fromkeys(d for d in dirs if d.is_dir()))
+
+
+def find_config(kind: str, name_or_path: str) -> Path:
+    """A YAML file given by path or by name (``configs/<kind>/<name>.yaml``)."""
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml") and path.is_file():
+        return path
+    for folder in config_dirs(kind):
+        candidate = folder / f"{name_or_path}.yaml"
+        if candidate.is_file():
+            return candidate
+    known = sorted({p.stem for d in config_dirs(kind) for p in d.glob("*.yaml")})
+    raise GbxferError(f"no {kind} config {name_or_path!r}; known: {', '.join(known) or 'none'}")
+
+
+def load_profile(name_or_path: str) -> HardwareProfile:
+    """Load and validate a hardware profile."""
+    path = find_config("hardware", name_or_path)
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise GbxferError(f"{path}: not valid YAML ({exc})") from None
+    if not isinstance(doc, dict):
+        raise GbxferError(f"{path}: a profile is a mapping")
+    for key, kind in (("name", str), ("family", str), ("target", dict), ("threads", int)):
+        if not isinstance(doc.get(key), kind) or isinstance(doc.get(key), bool):
+            raise GbxferError(f"{path}: field {key!r} must be a {kind.__name__}, "
+                              f"got {doc.get(key)!r}")
+    if "kind" not in doc["target"]:
+        raise GbxferError(f"{path}: target needs a 'kind' (llvm, cuda, ...)")
+    if doc["threads"] <= 0:
+        raise GbxferError(f"{path}: threads must be positive, got {doc['threads']}")
+    descriptor = doc.get("descriptor", {}) or {}
+    if not isinstance(descriptor, dict):
+        raise GbxferError(f"{path}: descriptor must be a mapping of field -> number")
+    unknown = sorted(set(doc) - {"name", "family", "target", "threads", "description",
+                                 "descriptor"})
+    if unknown:
+        raise GbxferError(f"{path}: unknown field {unknown[0]!r}")
+    return HardwareProfile(doc["name"], doc["family"], doc["target"], doc["threads"],
+                           str(doc.get("description", "")).strip(), descriptor, str(path))

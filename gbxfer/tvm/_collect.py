@@ -1,0 +1,302 @@
+"""``gbxfer collect``: sample programs from MetaSchedule's design space and measure them.
+
+Programs are drawn per task from the design space with uniformly random decisions (the sketch
+traces of MetaSchedule's post-order-apply space generator, replayed with fresh random decisions
+and the target's postprocessors), deduplicated by program id, and measured on every profile
+given: profiles that share a target (thread variants of one ISA) share one build. The draw is a
+deterministic function of (task, seed), so an interrupted collection, run again, draws the same
+programs and measures only those not yet in its database.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import logging
+import os
+import shutil
+import time
+from pathlib import Path
+
+import orjson
+from tqdm.auto import tqdm
+
+from .._ingest import ingest
+from ..dataset import Dataset
+from ..profiles import HardwareProfile
+from ..workloads import Suite, Task
+from ._builder import local_builder
+from ._database import FAILED_COST, AppendOnlyDatabase, record_program_id
+from ._json import to_python
+from ._workloads import task_module
+
+log = logging.getLogger("gbxfer")
+
+
+@dataclasses.dataclass
+class CollectPlan:
+    """What to collect and how to measure it.
+
+    ``repeats`` runs of at least ``min_repeat_ms`` each give one program's costs (seconds); their
+    median is its latency. Timeouts are in seconds.
+    """
+
+    suite: Suite
+    profiles: list[HardwareProfile]
+    programs: int
+    out: Path
+    seed: int = 0
+    batch_size: int = 16
+    repeats: int = 3
+    min_repeat_ms: int = 40
+    build_timeout: float = 60.0
+    run_timeout: float = 20.0
+    build_workers: int = 1
+    commands: list = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class Candidate:
+    program_id: str
+    schedule: object  # tvm.s_tir.Schedule
+    record_trace: list  # the trace as plain JSON, as written to the database
+
+
+def _attempt_seed(seed: int, task_key: str, attempt: int) -> int:
+    digest = hashlib.blake2b(f"{seed}/{task_key}/{attempt}".encode(), digest_size=4).digest()
+    return int.from_bytes(digest, "big") % (2**31 - 2) + 1  # Schedule needs seed >= 1
+
+
+def sample_programs(mod, target, task_key: str, n: int, seed: int,
+                    max_attempts_per_program: int = 20) -> list[Candidate]:
+    """``n`` distinct programs of ``mod`` with random decisions (fewer if the space is smaller)."""
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.s_tir.schedule import Schedule, Trace
+
+    context = ms.TuneContext(mod=mod, target=target, space_generator="post-order-apply",
+                             task_name=task_key, num_threads=1, rand_state=seed + 1)
+    sketches = [Trace(s.trace.simplified(remove_postproc=True).insts, {})
+                for s in context.generate_design_space()]
+    postprocs = context.space_generator.postprocs
+    out: list[Candidate] = []
+    seen: set[str] = set()
+    for attempt in range(n * max_attempts_per_program):
+        if len(out) == n:
+            break
+        sch = Schedule(mod, seed=_attempt_seed(seed, task_key, attempt))
+        try:
+            sketches[attempt % len(sketches)].apply_to_schedule(sch, remove_postproc=True)
+            sch.enter_postproc()
+            if not all(p.apply(sch) for p in postprocs):
+                continue
+        except Exception:  # noqa: BLE001 - TVM raises TVMError subclasses on bad samples
+            continue
+        trace = to_python(sch.trace.as_json())
+        pid = record_program_id(task_key, [trace])
+        if pid not in seen:
+            seen.add(pid)
+            out.append(Candidate(pid, sch, trace))
+    return out
+
+
+def _set_threads(n: int) -> None:
+    os.environ["TVM_NUM_THREADS"] = str(n)
+
+
+def _keep_artifact() -> None:
+    """Runner clean-up that leaves the build for the next thread variant (gbxfer removes it)."""
+
+
+def make_runner(profile: HardwareProfile, plan: CollectPlan):
+    """A LocalRunner whose worker runs kernels on the profile's thread count."""
+    from tvm.s_tir import meta_schedule as ms
+
+    _set_threads(profile.threads)  # read when the runner's worker starts
+    config = ms.runner.EvaluatorConfig(number=1, repeat=plan.repeats,
+                                       min_repeat_ms=plan.min_repeat_ms,
+                                       enable_cpu_cache_flush=False)
+    return ms.runner.LocalRunner(timeout_sec=plan.run_timeout, evaluator_config=config,
+                                 initializer=functools.partial(_set_threads, profile.threads),
+                                 f_cleanup=_keep_artifact)
+
+
+def _target_key(profile: HardwareProfile) -> str:
+    return orjson.dumps(profile.target, option=orjson.OPT_SORT_KEYS).decode()
+
+
+class Collector:
+    """Runs a :class:`CollectPlan`; see the module docstring."""
+
+    def __init__(self, plan: CollectPlan, runners=None):
+        import tvm
+
+        self.plan = plan
+        self.targets = {_target_key(p): tvm.target.Target(p.target) for p in plan.profiles}
+        self.databases = {p.name: AppendOnlyDatabase(plan.out / "metaschedule" / p.name)
+                          for p in plan.profiles}
+        self.runners = runners or {p.name: make_runner(p, plan) for p in plan.profiles}
+        self.builder = local_builder(plan.build_workers, plan.build_timeout)
+        self.stats = {"measured": 0, "failed": 0, "timeouts": 0, "skipped_done": 0}
+
+    def run(self, progress: bool = True) -> Dataset:
+        plan = self.plan
+        total = len(plan.suite.tasks) * plan.programs * len(plan.profiles)
+        start = time.time()
+        with tqdm(total=total, unit=" prog", desc="collect",
+                  disable=None if progress else True) as bar:
+            for task in plan.suite.tasks:
+                self._collect_task(task, bar)
+                dataset = self.write_dataset()
+        elapsed = time.time() - start
+        log.info("collect: %d measured (%d failed, %d timeouts), %d already done, in %.0f s",
+                 self.stats["measured"], self.stats["failed"], self.stats["timeouts"],
+                 self.stats["skipped_done"], elapsed)
+        return dataset
+
+    def _collect_task(self, task: Task, bar) -> None:
+        from tvm.s_tir import meta_schedule as ms
+
+        plan = self.plan
+        mod = task_module(task)
+        workload = ms.database.Workload(mod)
+        workload_json = to_python(workload.as_json())
+        key = str(workload_json[0])
+        for db in self.databases.values():
+            db.workload_index(key, workload_json)
+        first = plan.profiles[0]
+        candidates = sample_programs(mod, self.targets[_target_key(first)], key,
+                                     plan.programs, plan.seed)
+        if len(candidates) < plan.programs:
+            log.warning("%s: its design space gave %d distinct programs, not %d", task.name,
+                        len(candidates), plan.programs)
+        todo = []
+        for c in candidates:
+            missing = [p for p in plan.profiles
+                       if c.program_id not in self.databases[p.name].done.get(key, set())]
+            done = len(plan.profiles) - len(missing)
+            self.stats["skipped_done"] += done
+            bar.update(done)
+            if missing:
+                todo.append((c, missing))
+        args_info = ms.arg_info.ArgInfo.from_prim_func(mod["main"])
+        bar.set_description(f"collect {task.name[:28]}")
+        for i in range(0, len(todo), plan.batch_size):
+            self._measure_batch(key, workload, args_info, todo[i:i + plan.batch_size], bar)
+
+    def _measure_batch(self, key, workload, args_info, batch, bar) -> None:
+        from tvm.s_tir import meta_schedule as ms
+
+        self._warn_if_loaded()
+        by_target: dict[str, list] = {}
+        for candidate, profiles in batch:
+            for p in profiles:
+                by_target.setdefault(_target_key(p), []).append((candidate, p))
+        for tkey, pairs in by_target.items():
+            target = self.targets[tkey]
+            unique = list({c.program_id: c for c, _ in pairs}.values())
+            built = self.builder.build([ms.builder.BuilderInput(c.schedule.mod, target)
+                                        for c in unique])
+            artifacts = {c.program_id: b for c, b in zip(unique, built)}
+            for name in dict.fromkeys(p.name for _, p in pairs):
+                profile = next(p for _, p in pairs if p.name == name)
+                mine = [c for c, p in pairs if p.name == name]
+                self._run_profile(profile, key, workload, args_info, target, mine, artifacts)
+                bar.update(len(mine))
+                bar.set_postfix(failed=self.stats["failed"], refresh=False)
+            for b in built:
+                if b.artifact_path:
+                    shutil.rmtree(os.path.dirname(b.artifact_path), ignore_errors=True)
+
+    def _run_profile(self, profile, key, workload, args_info, target, candidates, artifacts):
+        from tvm.s_tir import meta_schedule as ms
+
+        runnable = [c for c in candidates if artifacts[c.program_id].error_msg is None]
+        inputs = [ms.runner.RunnerInput(artifacts[c.program_id].artifact_path,
+                                        "cuda" if target.kind.name == "cuda" else "cpu",
+                                        args_info) for c in runnable]
+        results = {c.program_id: f.result()
+                   for c, f in zip(runnable, self.runners[profile.name].run(inputs))}
+        db = self.databases[profile.name]
+        n_timeouts = 0
+        for c in candidates:
+            build = artifacts[c.program_id]
+            if build.error_msg is not None:
+                costs, error = [FAILED_COST], "build: " + build.error_msg
+            else:
+                result = results[c.program_id]
+                if result.error_msg is None:
+                    costs, error = [float(s) for s in result.run_secs], ""
+                else:
+                    costs, error = [FAILED_COST], "run: " + result.error_msg
+                    n_timeouts += "Timeout" in result.error_msg
+            record = ms.database.TuningRecord(c.schedule.trace, workload, costs, target,
+                                              args_info)
+            record_json = to_python(record.as_json())
+            record_json[0] = c.record_trace
+            db.add(key, record_json)
+            self.stats["measured"] += 1
+            if error:
+                self.stats["failed"] += 1
+                self._log_error(profile, key, c.program_id, error)
+        self.stats["timeouts"] += n_timeouts
+        if candidates and n_timeouts / len(candidates) >= 0.25:
+            log.warning("%s: %d of %d runs timed out in one batch: is the machine loaded? "
+                        "Timings on a loaded machine are not measurements of the profile.",
+                        profile.name, n_timeouts, len(candidates))
+
+    def _log_error(self, profile, key, pid, error) -> None:
+        path = self.plan.out / "metaschedule" / profile.name / "errors.jsonl"
+        with open(path, "ab") as f:
+            f.write(orjson.dumps({"task_key": key, "program_id": pid,
+                                  "error": error[-400:]}) + b"\n")
+
+    def _warn_if_loaded(self) -> None:
+        busy = max(p.threads for p in self.plan.profiles)
+        load = os.getloadavg()[0]
+        if load > busy + 1.0:
+            log.warning("load average %.1f while measuring %d-thread profiles: another job is "
+                        "running; measurements will be noisy", load, busy)
+
+    def write_dataset(self) -> Dataset:
+        """Ingest the profile databases into ``OUT/dataset`` with the suite's task metadata."""
+        plan = self.plan
+        parts = [ingest([plan.out / "metaschedule" / p.name], hardware=(p.name, p.family))
+                 for p in plan.profiles if (plan.out / "metaschedule" / p.name).exists()]
+        out_dataset = plan.out / "dataset"
+        if (out_dataset / "manifest.json").exists():
+            # profiles collected by earlier commands into the same folder stay in the dataset
+            previous = Dataset.load(out_dataset)
+            names = {p.name for p in plan.profiles}
+            parts.append(previous.filter(hardware=[h for h in previous.hardware
+                                                   if h not in names]))
+            commands = previous.manifest.get("commands", [])
+        else:
+            commands = []
+        dataset = Dataset.concat(parts)
+        describe_tasks(dataset, plan.suite)
+        dataset.manifest["commands"] = commands + [c for c in plan.commands
+                                                   if c not in commands]
+        dataset.save(out_dataset)
+        return dataset
+
+
+def describe_tasks(dataset: Dataset, suite: Suite) -> None:
+    """Fill the dataset's task rows (operator, shapes, FLOPs, network, weight) from the suite."""
+    by_key = {}
+    for task in suite.tasks:
+        by_key[suite_task_key(task)] = task
+    tasks = dataset.tasks
+    for i, key in enumerate(tasks["task_key"]):
+        task = by_key.get(key)
+        if task is None:
+            continue
+        tasks.loc[i, ["operator", "description", "args", "flops", "network", "weight"]] = [
+            task.op, task.description, task.args, task.flops, task.network, task.weight]
+
+
+@functools.lru_cache(maxsize=None)
+def suite_task_key(task: Task) -> str:
+    """The task key (workload structural hash) of a suite task."""
+    from tvm.s_tir import meta_schedule as ms
+
+    return str(to_python(ms.database.Workload(task_module(task)).as_json())[0])

@@ -1,0 +1,75 @@
+"""An append-only MetaSchedule JSON database that survives SIGKILL.
+
+The files are TVM's own format (``database_workload.json``, ``database_tuning_record.json``):
+every line is appended, flushed and fsynced as it is measured, so a killed collection loses at
+most the line being written, and :class:`AppendOnlyDatabase` drops such a partial last line when
+it opens the folder again.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+
+from ..programs import canonical_json, canonical_trace_text, program_id
+
+WORKLOAD_FILE = "database_workload.json"
+RECORD_FILE = "database_tuning_record.json"
+FAILED_COST = 1e10  # what MetaSchedule writes for a failed build or run
+
+
+def _repair(path: Path) -> list[bytes]:
+    """Lines of ``path``; a last line without its newline (a killed append) is cut off."""
+    if not path.exists():
+        path.touch()
+        return []
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        keep = data.rfind(b"\n") + 1
+        with open(path, "r+b") as f:
+            f.truncate(keep)
+        data = data[:keep]
+    return [line for line in data.split(b"\n") if line.strip()]
+
+
+class AppendOnlyDatabase:
+    """One MetaSchedule database folder, opened for appending measurements."""
+
+    def __init__(self, folder):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._workloads: dict[str, int] = {}
+        for i, line in enumerate(_repair(self.folder / WORKLOAD_FILE)):
+            self._workloads[str(orjson.loads(line)[0])] = i
+        self.done: dict[str, set[str]] = {}  # task key -> program ids measured
+        index_to_key = {i: k for k, i in self._workloads.items()}
+        for line in _repair(self.folder / RECORD_FILE):
+            index, record = orjson.loads(line)
+            key = index_to_key[index]
+            self.done.setdefault(key, set()).add(record_program_id(key, record))
+
+    def workload_index(self, task_key: str, workload_json) -> int:
+        """Index of a workload, appending it on first use."""
+        if task_key not in self._workloads:
+            self._append(WORKLOAD_FILE, workload_json)
+            self._workloads[task_key] = len(self._workloads)
+        return self._workloads[task_key]
+
+    def add(self, task_key: str, record_json) -> str:
+        """Append one tuning record ``[trace, run_secs, target, args_info]``; returns its program id."""
+        self._append(RECORD_FILE, [self._workloads[task_key], record_json])
+        pid = record_program_id(task_key, record_json)
+        self.done.setdefault(task_key, set()).add(pid)
+        return pid
+
+    def _append(self, name: str, value) -> None:
+        with open(self.folder / name, "ab") as f:
+            f.write(orjson.dumps(value) + b"\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def record_program_id(task_key: str, record_json) -> str:
+    """The program id gbxfer's ingest gives this record (same canonical text)."""
+    return program_id(task_key, canonical_trace_text(canonical_json(record_json[0])))
