@@ -34,6 +34,9 @@ def add_parser(verbs, common):
     p.add_argument("--build-workers", type=int, default=1,
                    help="parallel build processes (1 leaves a core free on a 2-core machine)")
     p.add_argument("--run-timeout", type=float, default=20.0, help="seconds per program run")
+    p.add_argument("--rpc-tracker", metavar="HOST:PORT",
+                   help="measure on devices registered with this TVM RPC tracker")
+    p.add_argument("--rpc-key", metavar="KEY", help="device key at the RPC tracker")
     p.set_defaults(run=run)
 
 
@@ -48,10 +51,15 @@ def run(args) -> int:
     profiles = [load_profile(name) for name in args.hardware.split(",")]
     if args.programs <= 0:
         raise GbxferError("--programs must be positive")
+    if bool(args.rpc_tracker) != bool(args.rpc_key):
+        raise GbxferError("--rpc-tracker and --rpc-key go together")
+    if args.rpc_tracker and not args.rpc_tracker.rpartition(":")[2].isdigit():
+        raise GbxferError(f"--rpc-tracker must be HOST:PORT, got {args.rpc_tracker!r}")
     plan = CollectPlan(suite=suite, profiles=profiles, programs=args.programs, out=args.out,
                        seed=args.seed, batch_size=args.batch_size, repeats=args.repeats,
                        min_repeat_ms=args.min_repeat_ms, build_workers=args.build_workers,
-                       run_timeout=args.run_timeout, commands=[command_stamp()])
+                       run_timeout=args.run_timeout, rpc_tracker=args.rpc_tracker,
+                       rpc_key=args.rpc_key, commands=[command_stamp()])
     dataset = Collector(plan).run(progress=not args.quiet)
     summary = dataset.summary()
     for name, h in summary["hardware"].items():

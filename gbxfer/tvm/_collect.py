@@ -52,6 +52,8 @@ class CollectPlan:
     build_timeout: float = 60.0
     run_timeout: float = 20.0
     build_workers: int = 1
+    rpc_tracker: str | None = None  # "HOST:PORT" of a TVM RPC tracker: measure on its devices
+    rpc_key: str | None = None
     commands: list = dataclasses.field(default_factory=list)
 
 
@@ -108,13 +110,20 @@ def _keep_artifact() -> None:
 
 
 def make_runner(profile: HardwareProfile, plan: CollectPlan):
-    """A LocalRunner whose worker runs kernels on the profile's thread count."""
+    """A LocalRunner whose worker runs kernels on the profile's thread count, or an RPCRunner
+    that measures on a device of the plan's RPC tracker (its threads are the device's own)."""
     from tvm.s_tir import meta_schedule as ms
 
-    _set_threads(profile.threads)  # read when the runner's worker starts
     config = ms.runner.EvaluatorConfig(number=1, repeat=plan.repeats,
                                        min_repeat_ms=plan.min_repeat_ms,
                                        enable_cpu_cache_flush=False)
+    if plan.rpc_tracker:
+        host, _, port = plan.rpc_tracker.rpartition(":")
+        rpc = ms.runner.RPCConfig(tracker_host=host, tracker_port=int(port),
+                                  tracker_key=plan.rpc_key,
+                                  session_timeout_sec=int(plan.run_timeout))
+        return ms.runner.RPCRunner(rpc_config=rpc, evaluator_config=config, max_workers=1)
+    _set_threads(profile.threads)  # read when the runner's worker starts
     return ms.runner.LocalRunner(timeout_sec=plan.run_timeout, evaluator_config=config,
                                  initializer=functools.partial(_set_threads, profile.threads),
                                  f_cleanup=_keep_artifact)

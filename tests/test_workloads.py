@@ -1,0 +1,79 @@
+"""Workload suites and hardware profiles are validated on load, with errors naming the field."""
+from __future__ import annotations
+
+import pytest
+
+from gbxfer import GbxferError
+from gbxfer.profiles import load_profile
+from gbxfer.workloads import load_suite, operator_flops
+
+from conftest import REPO
+
+SUITE = REPO / "configs" / "workloads" / "networks.yaml"
+
+
+def test_bundled_suite_covers_four_networks_and_the_operator_kinds():
+    suite = load_suite(SUITE)
+    assert len(suite.tasks) >= 40
+    networks = {n for t in suite.tasks for n in t.network.split(",")}
+    assert {"resnet50", "mobilenet_v2", "bert_base", "resnet18"} <= networks
+    ops = {t.op for t in suite.tasks}
+    assert {"conv2d", "depthwise_conv2d", "dense", "batch_matmul", "softmax"} <= ops
+    assert len({t.name for t in suite.tasks}) == len(suite.tasks)
+
+
+def test_a_task_shared_by_networks_is_one_task_with_summed_weight():
+    suite = load_suite(SUITE)
+    (shared,) = [t for t in suite.tasks if t.name == "conv2d_1_56_56_64_64_3_1_1"]
+    assert shared.network == "resnet50,resnet18"
+    assert shared.weight == 3 + 4
+
+
+def test_flops_by_hand():
+    assert operator_flops("dense", {"M": 2, "N": 3, "K": 4}) == 2 * 2 * 3 * 4
+    conv = {"N": 1, "H": 8, "W": 8, "CI": 3, "CO": 5, "kernel": 3, "stride": 1, "padding": 1}
+    assert operator_flops("conv2d", conv) == 2 * 8 * 8 * 5 * 3 * 9
+
+
+def _suite(tmp_path, body: str):
+    path = tmp_path / "s.yaml"
+    path.write_text("networks:\n  net:\n" + body)
+    return path
+
+
+@pytest.mark.parametrize("body, message", [
+    ("    - {op: convolution, shape: {M: 1}}\n", "unknown operator 'convolution'"),
+    ("    - {op: dense, shape: {M: 1, N: 2}}\n", "'K' is missing"),
+    ("    - {op: dense, shape: {M: 1, N: 2, K: -3}}\n", "'K' must be a positive integer"),
+    ("    - {op: dense, shape: {M: 1, N: 2, K: 3, Z: 1}}\n", "unknown shape field 'Z'"),
+    ("    - {op: dense, shape: {M: 1, N: 2, K: 3}, weight: 0}\n", "'weight' must be positive"),
+    ("    - {op: conv2d, shape: {N: 1, H: 2, W: 2, CI: 1, CO: 1, kernel: 5}}\n",
+     "does not fit"),
+])
+def test_bad_suite_entries_name_the_task_and_field(tmp_path, body, message):
+    path = _suite(tmp_path, body)
+    with pytest.raises(GbxferError) as info:
+        load_suite(path)
+    assert message.replace("must be positive", "must be a positive number") in str(info.value) \
+        or message in str(info.value)
+    assert "network 'net', task 1" in str(info.value)
+
+
+def test_profiles_say_what_they_are():
+    for name in ("x86-avx2-1t", "x86-avx2-2t", "x86-avx-1t", "x86-sse42-1t"):
+        profile = load_profile(name)
+        assert "one physical CPU" in profile.description
+        assert profile.target["kind"] == "llvm" and "mcpu" in profile.target
+    assert load_profile("x86-avx2-1t").family == load_profile("x86-avx2-2t").family
+
+
+def test_unknown_profile_lists_the_known_ones():
+    with pytest.raises(GbxferError, match="x86-avx2-1t"):
+        load_profile("pdp-11")
+
+
+def test_bad_profile_field(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text("name: p\nfamily: f\ntarget: llvm\nthreads: 1\n")
+    with pytest.raises(GbxferError, match="'target' must be a dict"):
+        load_profile(str(path))
