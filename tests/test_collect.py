@@ -31,12 +31,16 @@ def configs(tmp_path_factory):
     (folder / "host-1t.yaml").write_text(
         f"name: host-1t\nfamily: host\ntarget: {{kind: llvm, mcpu: {cpu}, num-cores: 1}}\n"
         "threads: 1\ndescription: this machine, 1 thread (test profile)\n")
+    (folder / "sse-2t.yaml").write_text(
+        "name: sse-2t\nfamily: sse\ntarget: {kind: llvm, mcpu: nehalem, num-cores: 1}\n"
+        "threads: 2\ndescription: SSE4.2 code, 2 threads (test profile)\n")
     return folder
 
 
-def _collect(configs, out, *extra, programs=5):
+def _collect(configs, out, *extra, programs=5, hardware="host-1t"):
+    count = ["--programs", str(programs)] if programs else []
     return [sys.executable, "-m", "gbxfer", "collect", "--suite", str(configs / "tiny.yaml"),
-            "--hardware", str(configs / "host-1t.yaml"), "--programs", str(programs),
+            "--hardware", str(configs / f"{hardware}.yaml"), *count,
             "--out", str(out), "--batch-size", "1", "--repeats", "1", "--min-repeat-ms", "1",
             "-q", *extra]
 
@@ -142,3 +146,21 @@ def test_collect_over_rpc_runs_on_the_server(configs, tmp_path):
         server_log.close()
     log = (tmp_path / "server.log").read_text()
     assert log.count("load_module") == 3, log  # the server, not a local runner, ran each one
+
+
+def test_replay_measures_the_same_programs_on_another_profile(configs, tmp_path):
+    from gbxfer import load_dataset
+
+    out = tmp_path / "pair"
+    first = subprocess.run(_collect(configs, out, programs=3), capture_output=True, text=True,
+                           timeout=600)
+    assert first.returncode == 0, first.stderr
+    replay = subprocess.run(_collect(configs, out, "--replay-from", str(out / "dataset"),
+                                     programs=0, hardware="sse-2t"),
+                            capture_output=True, text=True, timeout=600)
+    assert replay.returncode == 0, replay.stderr
+    ds = load_dataset(out / "dataset")
+    assert set(ds.hardware) == {"host-1t", "sse-2t"}  # the first profile stays in the dataset
+    by_hw = ds.records.groupby("hardware")["program_id"].apply(set)
+    assert by_hw["host-1t"] == by_hw["sse-2t"] and len(by_hw["sse-2t"]) == 3
+    assert ds.summary()["n_programs_on_every_hardware"] == 3

@@ -6,7 +6,7 @@ from pathlib import Path
 from ..errors import GbxferError
 from ..profiles import find_config, load_profile
 from ..workloads import load_suite
-from ._common import command_stamp
+from ._common import command_stamp, load_dataset_arg
 
 
 def add_parser(verbs, common):
@@ -21,8 +21,12 @@ def add_parser(verbs, common):
     p.add_argument("--suite", required=True, help="suite name (configs/workloads) or YAML path")
     p.add_argument("--hardware", required=True, metavar="PROFILE[,PROFILE...]",
                    help="hardware profile names (configs/hardware) or YAML paths")
-    p.add_argument("--programs", type=int, required=True, metavar="N",
-                   help="distinct programs per task")
+    p.add_argument("--programs", type=int, metavar="N",
+                   help="distinct programs per task to sample (not with --replay-from)")
+    p.add_argument("--replay-from", metavar="DATASET",
+                   help="measure exactly the programs of this dataset (another profile's) on "
+                        "these profiles: paired data; a program whose trace does not apply or "
+                        "build here is recorded as a failure")
     p.add_argument("--out", required=True, type=Path, metavar="DIR")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--tasks", metavar="NAME[,NAME...]",
@@ -49,17 +53,20 @@ def run(args) -> int:
     if args.tasks:
         suite = suite.select(args.tasks.split(","))
     profiles = [load_profile(name) for name in args.hardware.split(",")]
-    if args.programs <= 0:
+    if (args.programs is None) == (args.replay_from is None):
+        raise GbxferError("give either --programs N or --replay-from DATASET")
+    if args.programs is not None and args.programs <= 0:
         raise GbxferError("--programs must be positive")
+    replay = load_dataset_arg(args.replay_from) if args.replay_from else None
     if bool(args.rpc_tracker) != bool(args.rpc_key):
         raise GbxferError("--rpc-tracker and --rpc-key go together")
     if args.rpc_tracker and not args.rpc_tracker.rpartition(":")[2].isdigit():
         raise GbxferError(f"--rpc-tracker must be HOST:PORT, got {args.rpc_tracker!r}")
-    plan = CollectPlan(suite=suite, profiles=profiles, programs=args.programs, out=args.out,
+    plan = CollectPlan(suite=suite, profiles=profiles, programs=args.programs or 0, out=args.out,
                        seed=args.seed, batch_size=args.batch_size, repeats=args.repeats,
                        min_repeat_ms=args.min_repeat_ms, build_workers=args.build_workers,
                        run_timeout=args.run_timeout, rpc_tracker=args.rpc_tracker,
-                       rpc_key=args.rpc_key, commands=[command_stamp()])
+                       rpc_key=args.rpc_key, replay=replay, commands=[command_stamp()])
     dataset = Collector(plan).run(progress=not args.quiet)
     summary = dataset.summary()
     for name, h in summary["hardware"].items():

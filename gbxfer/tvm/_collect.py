@@ -54,14 +54,35 @@ class CollectPlan:
     build_workers: int = 1
     rpc_tracker: str | None = None  # "HOST:PORT" of a TVM RPC tracker: measure on its devices
     rpc_key: str | None = None
+    replay: Dataset | None = None  # measure exactly this dataset's programs instead of sampling
     commands: list = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
 class Candidate:
     program_id: str
-    schedule: object  # tvm.s_tir.Schedule
+    schedule: object  # tvm.s_tir.Schedule; None when a replayed trace does not apply
     record_trace: list  # the trace as plain JSON, as written to the database
+    error: str = ""
+
+
+def replay_programs(mod, task_key: str, programs) -> list[Candidate]:
+    """Candidates from stored traces (JSON text), in order; a trace that no longer applies to
+    ``mod`` is kept as a candidate with an error, to be recorded as a failure."""
+    from tvm.s_tir.schedule import Schedule, Trace
+
+    out = []
+    for text in programs:
+        trace = orjson.loads(text)
+        pid = record_program_id(task_key, [trace])
+        sch = Schedule(mod, seed=1)
+        try:
+            Trace.apply_json_to_schedule(trace, sch)
+        except Exception as exc:  # noqa: BLE001 - TVM's error for an inapplicable trace
+            out.append(Candidate(pid, None, trace, f"replay: {str(exc)[-300:]}"))
+            continue
+        out.append(Candidate(pid, sch, trace))
+    return out
 
 
 def _attempt_seed(seed: int, task_key: str, attempt: int) -> int:
@@ -149,7 +170,13 @@ class Collector:
 
     def run(self, progress: bool = True) -> Dataset:
         plan = self.plan
-        total = len(plan.suite.tasks) * plan.programs * len(plan.profiles)
+        if plan.replay is not None:
+            keys = {suite_task_key(t) for t in plan.suite.tasks}
+            n_programs = plan.replay.records.loc[plan.replay.records["task_key"].isin(keys),
+                                                 "program_id"].nunique()
+            total = n_programs * len(plan.profiles)
+        else:
+            total = len(plan.suite.tasks) * plan.programs * len(plan.profiles)
         start = time.time()
         with tqdm(total=total, unit=" prog", desc="collect",
                   disable=None if progress else True) as bar:
@@ -167,15 +194,19 @@ class Collector:
 
         plan = self.plan
         mod = task_module(task)
-        workload = ms.database.Workload(mod)
-        workload_json = to_python(workload.as_json())
+        workload_json = to_python(ms.database.Workload(mod).as_json())
         key = str(workload_json[0])
         for db in self.databases.values():
             db.workload_index(key, workload_json)
         first = plan.profiles[0]
-        candidates = sample_programs(mod, self.targets[_target_key(first)], key,
-                                     plan.programs, plan.seed)
-        if len(candidates) < plan.programs:
+        if plan.replay is not None:
+            records = plan.replay.records
+            programs = records.loc[records["task_key"] == key].drop_duplicates("program_id")
+            candidates = replay_programs(mod, key, programs["program"])
+        else:
+            candidates = sample_programs(mod, self.targets[_target_key(first)], key,
+                                         plan.programs, plan.seed)
+        if plan.replay is None and len(candidates) < plan.programs:
             log.warning("%s: its design space gave %d distinct programs, not %d", task.name,
                         len(candidates), plan.programs)
         todo = []
@@ -190,9 +221,9 @@ class Collector:
         args_info = ms.arg_info.ArgInfo.from_prim_func(mod["main"])
         bar.set_description(f"collect {task.name[:28]}")
         for i in range(0, len(todo), plan.batch_size):
-            self._measure_batch(key, workload, args_info, todo[i:i + plan.batch_size], bar)
+            self._measure_batch(key, args_info, todo[i:i + plan.batch_size], bar)
 
-    def _measure_batch(self, key, workload, args_info, batch, bar) -> None:
+    def _measure_batch(self, key, args_info, batch, bar) -> None:
         from tvm.s_tir import meta_schedule as ms
 
         self._warn_if_loaded()
@@ -202,34 +233,40 @@ class Collector:
                 by_target.setdefault(_target_key(p), []).append((candidate, p))
         for tkey, pairs in by_target.items():
             target = self.targets[tkey]
-            unique = list({c.program_id: c for c, _ in pairs}.values())
+            unique = [c for c in {c.program_id: c for c, _ in pairs}.values()
+                      if c.schedule is not None]
             built = self.builder.build([ms.builder.BuilderInput(c.schedule.mod, target)
-                                        for c in unique])
+                                        for c in unique]) if unique else []
             artifacts = {c.program_id: b for c, b in zip(unique, built)}
             for name in dict.fromkeys(p.name for _, p in pairs):
                 profile = next(p for _, p in pairs if p.name == name)
                 mine = [c for c, p in pairs if p.name == name]
-                self._run_profile(profile, key, workload, args_info, target, mine, artifacts)
+                self._run_profile(profile, key, args_info, target, mine, artifacts)
                 bar.update(len(mine))
                 bar.set_postfix(failed=self.stats["failed"], refresh=False)
             for b in built:
                 if b.artifact_path:
                     shutil.rmtree(os.path.dirname(b.artifact_path), ignore_errors=True)
 
-    def _run_profile(self, profile, key, workload, args_info, target, candidates, artifacts):
+    def _run_profile(self, profile, key, args_info, target, candidates, artifacts):
         from tvm.s_tir import meta_schedule as ms
 
-        runnable = [c for c in candidates if artifacts[c.program_id].error_msg is None]
+        runnable = [c for c in candidates
+                    if c.program_id in artifacts and artifacts[c.program_id].error_msg is None]
         inputs = [ms.runner.RunnerInput(artifacts[c.program_id].artifact_path,
                                         "cuda" if target.kind.name == "cuda" else "cpu",
                                         args_info) for c in runnable]
         results = {c.program_id: f.result()
                    for c, f in zip(runnable, self.runners[profile.name].run(inputs))}
         db = self.databases[profile.name]
+        target_json = to_python(target.export())
+        args_json = [to_python(a.as_json()) for a in args_info]
         n_timeouts = 0
         for c in candidates:
-            build = artifacts[c.program_id]
-            if build.error_msg is not None:
+            build = artifacts.get(c.program_id)
+            if c.error:
+                costs, error = [FAILED_COST], c.error
+            elif build.error_msg is not None:
                 costs, error = [FAILED_COST], "build: " + build.error_msg
             else:
                 result = results[c.program_id]
@@ -238,11 +275,7 @@ class Collector:
                 else:
                     costs, error = [FAILED_COST], "run: " + result.error_msg
                     n_timeouts += "Timeout" in result.error_msg
-            record = ms.database.TuningRecord(c.schedule.trace, workload, costs, target,
-                                              args_info)
-            record_json = to_python(record.as_json())
-            record_json[0] = c.record_trace
-            db.add(key, record_json)
+            db.add(key, [c.record_trace, costs, target_json, args_json])
             self.stats["measured"] += 1
             if error:
                 self.stats["failed"] += 1
