@@ -276,6 +276,18 @@ def _sum_counts(dicts) -> dict:
     return total
 
 
+BUNDLED = Path(__file__).resolve().parent / "data" / "bundled"
+
+
+def load_bundled() -> Dataset:
+    """The dataset collected with ``gbxfer collect`` that ships inside the package."""
+    if not (BUNDLED / "manifest.json").exists():
+        raise GbxferError(f"the bundled dataset is missing from this installation ({BUNDLED})")
+    return Dataset.load(BUNDLED)
+
+
 def load_dataset(path) -> Dataset:
-    """Load a dataset folder (see :class:`Dataset`)."""
+    """Load a dataset folder (see :class:`Dataset`); the name ``bundled`` loads the bundled one."""
+    if str(path) == "bundled" and not Path(path).exists():
+        return load_bundled()
     return Dataset.load(path)

@@ -164,3 +164,26 @@ def test_replay_measures_the_same_programs_on_another_profile(configs, tmp_path)
     by_hw = ds.records.groupby("hardware")["program_id"].apply(set)
     assert by_hw["host-1t"] == by_hw["sse-2t"] and len(by_hw["sse-2t"]) == 3
     assert ds.summary()["n_programs_on_every_hardware"] == 3
+
+
+def test_design_space_draws_are_deterministic_and_mutants_are_new_programs():
+    from tvm.target import codegen
+
+    from gbxfer.tvm._collect import DesignSpace
+    from gbxfer.tvm._workloads import task_module
+    from gbxfer.workloads import Task
+
+    mod = task_module(Task("dense", (("M", 16), ("N", 32), ("K", 16))))
+    target = tvm.target.Target({"kind": "llvm", "mcpu": codegen.llvm_get_system_cpu(),
+                                "num-cores": 1})
+    space = DesignSpace(mod, target, "k", seed=3)
+    first = space.random(4)
+    again = DesignSpace(mod, target, "k", seed=3).random(4)
+    assert [c.program_id for c in first] == [c.program_id for c in again]
+    assert len({c.program_id for c in first}) == 4
+    parents = [c.schedule.trace for c in first[:2]]
+    mutants = space.mutants(parents, 3, {c.program_id for c in first})
+    assert len(mutants) == 3
+    assert not {m.program_id for m in mutants} & {c.program_id for c in first}
+    assert [m.program_id for m in mutants] == [
+        m.program_id for m in space.mutants(parents, 3, {c.program_id for c in first})]

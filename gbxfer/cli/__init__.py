@@ -7,9 +7,9 @@ import sys
 
 from .._version import __version__
 from ..errors import GbxferError
-from . import _collect, _info, _ingest
+from . import _collect, _hardware, _info, _ingest
 
-VERBS = (_ingest, _info, _collect)
+VERBS = (_ingest, _info, _collect, _hardware)
 log = logging.getLogger("gbxfer")
 
 

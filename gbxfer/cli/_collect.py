@@ -29,6 +29,10 @@ def add_parser(verbs, common):
                         "build here is recorded as a failure")
     p.add_argument("--out", required=True, type=Path, metavar="DIR")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--evolutionary-share", type=float, default=0.25, metavar="F",
+                   help="share of the N programs made by mutating the best random programs "
+                        "measured on the first profile (a short evolutionary step, so that "
+                        "good programs are present); the rest have uniformly random decisions")
     p.add_argument("--tasks", metavar="NAME[,NAME...]",
                    help="only these tasks of the suite (names as in `gbxfer suite show`)")
     p.add_argument("--batch-size", type=int, default=16, help="programs built per batch")
@@ -57,13 +61,16 @@ def run(args) -> int:
         raise GbxferError("give either --programs N or --replay-from DATASET")
     if args.programs is not None and args.programs <= 0:
         raise GbxferError("--programs must be positive")
+    if not 0.0 <= args.evolutionary_share < 1.0:
+        raise GbxferError("--evolutionary-share must be in [0, 1)")
     replay = load_dataset_arg(args.replay_from) if args.replay_from else None
     if bool(args.rpc_tracker) != bool(args.rpc_key):
         raise GbxferError("--rpc-tracker and --rpc-key go together")
     if args.rpc_tracker and not args.rpc_tracker.rpartition(":")[2].isdigit():
         raise GbxferError(f"--rpc-tracker must be HOST:PORT, got {args.rpc_tracker!r}")
     plan = CollectPlan(suite=suite, profiles=profiles, programs=args.programs or 0, out=args.out,
-                       seed=args.seed, batch_size=args.batch_size, repeats=args.repeats,
+                       seed=args.seed, evolutionary_share=args.evolutionary_share,
+                       batch_size=args.batch_size, repeats=args.repeats,
                        min_repeat_ms=args.min_repeat_ms, build_workers=args.build_workers,
                        run_timeout=args.run_timeout, rpc_tracker=args.rpc_tracker,
                        rpc_key=args.rpc_key, replay=replay, commands=[command_stamp()])

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from .._version import __version__
-from ..dataset import Dataset
+from ..dataset import Dataset, load_dataset
 
 
 def existing_path(text: str) -> Path:
@@ -20,8 +20,8 @@ def existing_path(text: str) -> Path:
 
 
 def load_dataset_arg(text: str) -> Dataset:
-    """A DATASET argument: a dataset folder."""
-    return Dataset.load(text)
+    """A DATASET argument: a dataset folder, or ``bundled`` for the dataset gbxfer ships."""
+    return load_dataset(text)
 
 
 def command_stamp() -> dict:

@@ -1,11 +1,14 @@
 """``gbxfer collect``: sample programs from MetaSchedule's design space and measure them.
 
-Programs are drawn per task from the design space with uniformly random decisions (the sketch
-traces of MetaSchedule's post-order-apply space generator, replayed with fresh random decisions
-and the target's postprocessors), deduplicated by program id, and measured on every profile
-given: profiles that share a target (thread variants of one ISA) share one build. The draw is a
-deterministic function of (task, seed), so an interrupted collection, run again, draws the same
-programs and measures only those not yet in its database.
+Programs are drawn per task from the design space, as TenSet did: most with uniformly random
+decisions (the sketch traces of MetaSchedule's post-order-apply space generator, replayed with
+fresh random decisions and the target's postprocessors), and a stated share by one MetaSchedule
+mutation of the best random programs measured on the first profile (a short evolutionary step,
+so that good programs are present). Programs are deduplicated by program id and measured on
+every profile given: profiles that share a target (thread variants of one ISA) share one build.
+Every draw is a deterministic function of (task, seed) and of the measurements already stored,
+so an interrupted collection, run again, draws the same programs and measures only those not
+yet in its database.
 """
 from __future__ import annotations
 
@@ -54,6 +57,8 @@ class CollectPlan:
     build_workers: int = 1
     rpc_tracker: str | None = None  # "HOST:PORT" of a TVM RPC tracker: measure on its devices
     rpc_key: str | None = None
+    evolutionary_share: float = 0.25  # of the programs: mutants of the best measured ones
+    n_parents: int = 4  # best random programs (on the first profile) that the mutants come from
     replay: Dataset | None = None  # measure exactly this dataset's programs instead of sampling
     commands: list = dataclasses.field(default_factory=list)
 
@@ -90,36 +95,75 @@ def _attempt_seed(seed: int, task_key: str, attempt: int) -> int:
     return int.from_bytes(digest, "big") % (2**31 - 2) + 1  # Schedule needs seed >= 1
 
 
-def sample_programs(mod, target, task_key: str, n: int, seed: int,
-                    max_attempts_per_program: int = 20) -> list[Candidate]:
-    """``n`` distinct programs of ``mod`` with random decisions (fewer if the space is smaller)."""
-    from tvm.s_tir import meta_schedule as ms
-    from tvm.s_tir.schedule import Schedule, Trace
+class DesignSpace:
+    """MetaSchedule's design space of one task for one target: random and mutated programs.
 
-    context = ms.TuneContext(mod=mod, target=target, space_generator="post-order-apply",
-                             task_name=task_key, num_threads=1, rand_state=seed + 1)
-    sketches = [Trace(s.trace.simplified(remove_postproc=True).insts, {})
-                for s in context.generate_design_space()]
-    postprocs = context.space_generator.postprocs
-    out: list[Candidate] = []
-    seen: set[str] = set()
-    for attempt in range(n * max_attempts_per_program):
-        if len(out) == n:
-            break
-        sch = Schedule(mod, seed=_attempt_seed(seed, task_key, attempt))
+    Every draw is a deterministic function of (task key, seed, attempt number).
+    """
+
+    def __init__(self, mod, target, task_key: str, seed: int):
+        from tvm.s_tir import meta_schedule as ms
+        from tvm.s_tir.schedule import Trace
+
+        self.mod, self.task_key, self.seed = mod, task_key, seed
+        context = ms.TuneContext(mod=mod, target=target, space_generator="post-order-apply",
+                                 task_name=task_key, num_threads=1, rand_state=seed + 1)
+        self.sketches = [Trace(s.trace.simplified(remove_postproc=True).insts, {})
+                         for s in context.generate_design_space()]
+        self.postprocs = context.space_generator.postprocs
+        probs = context.space_generator.mutator_probs
+        self.mutators = list(probs)
+        weights = [float(p) for p in probs.values()]
+        self.mutator_cdf = [sum(weights[:i + 1]) / sum(weights) for i in range(len(weights))]
+
+    def _finish(self, sch, trace, out, seen) -> None:
+        """Apply ``trace`` with fresh postprocessing; keep the program if new and valid."""
         try:
-            sketches[attempt % len(sketches)].apply_to_schedule(sch, remove_postproc=True)
+            trace.apply_to_schedule(sch, remove_postproc=True)
             sch.enter_postproc()
-            if not all(p.apply(sch) for p in postprocs):
-                continue
+            if not all(p.apply(sch) for p in self.postprocs):
+                return
         except Exception:  # noqa: BLE001 - TVM raises TVMError subclasses on bad samples
-            continue
-        trace = to_python(sch.trace.as_json())
-        pid = record_program_id(task_key, [trace])
+            return
+        record_trace = to_python(sch.trace.as_json())
+        pid = record_program_id(self.task_key, [record_trace])
         if pid not in seen:
             seen.add(pid)
-            out.append(Candidate(pid, sch, trace))
-    return out
+            out.append(Candidate(pid, sch, record_trace))
+
+    def random(self, n: int, max_attempts_per_program: int = 20) -> list[Candidate]:
+        """``n`` distinct programs with uniformly random decisions (fewer if the space is small)."""
+        from tvm.s_tir.schedule import Schedule
+
+        out: list[Candidate] = []
+        seen: set[str] = set()
+        for attempt in range(n * max_attempts_per_program):
+            if len(out) == n:
+                break
+            sch = Schedule(self.mod, seed=_attempt_seed(self.seed, self.task_key, attempt))
+            self._finish(sch, self.sketches[attempt % len(self.sketches)], out, seen)
+        return out
+
+    def mutants(self, parents, n: int, exclude: set[str],
+                max_attempts_per_program: int = 20) -> list[Candidate]:
+        """``n`` distinct programs made by one MetaSchedule mutation (tile size, unroll,
+        parallel extent, compute location: its own mutators and probabilities) of a parent
+        trace, parents taken in turn; programs in ``exclude`` are not repeated."""
+        from tvm.s_tir.meta_schedule import _ffi_api
+        from tvm.s_tir.schedule import Schedule
+
+        out: list[Candidate] = []
+        seen = set(exclude)
+        for attempt in range(n * max_attempts_per_program):
+            if len(out) == n or not parents:
+                break
+            seed = _attempt_seed(self.seed + 7919, self.task_key, attempt)
+            u = (seed % 10007) / 10007
+            mutator = self.mutators[next(i for i, c in enumerate(self.mutator_cdf) if u <= c)]
+            trace = _ffi_api.MutatorApply(mutator, parents[attempt % len(parents)], seed)
+            if trace is not None:
+                self._finish(Schedule(self.mod, seed=seed), trace, out, seen)
+        return out
 
 
 def _set_threads(n: int) -> None:
@@ -167,6 +211,7 @@ class Collector:
         self.runners = runners or {p.name: make_runner(p, plan) for p in plan.profiles}
         self.builder = local_builder(plan.build_workers, plan.build_timeout)
         self.stats = {"measured": 0, "failed": 0, "timeouts": 0, "skipped_done": 0}
+        self._last_load_warning = 0.0
 
     def run(self, progress: bool = True) -> Dataset:
         plan = self.plan
@@ -198,17 +243,35 @@ class Collector:
         key = str(workload_json[0])
         for db in self.databases.values():
             db.workload_index(key, workload_json)
+        args_info = ms.arg_info.ArgInfo.from_prim_func(mod["main"])
+        bar.set_description(f"collect {task.name[:28]}")
         first = plan.profiles[0]
         if plan.replay is not None:
             records = plan.replay.records
             programs = records.loc[records["task_key"] == key].drop_duplicates("program_id")
-            candidates = replay_programs(mod, key, programs["program"])
-        else:
-            candidates = sample_programs(mod, self.targets[_target_key(first)], key,
-                                         plan.programs, plan.seed)
-        if plan.replay is None and len(candidates) < plan.programs:
+            self._measure(key, args_info, replay_programs(mod, key, programs["program"]), bar)
+            return
+        n_evolved = round(plan.programs * plan.evolutionary_share)
+        space = DesignSpace(mod, self.targets[_target_key(first)], key, plan.seed)
+        candidates = space.random(plan.programs - n_evolved)
+        self._measure(key, args_info, candidates, bar)
+        if n_evolved:
+            measured = self.databases[first.name].latency.get(key, {})
+            ranked = sorted((measured.get(c.program_id, float("inf")), i)
+                            for i, c in enumerate(candidates))
+            parents = [candidates[i].schedule.trace for cost, i in ranked[:plan.n_parents]
+                       if cost < float("inf")]
+            mutants = space.mutants(parents, n_evolved, {c.program_id for c in candidates})
+            self._measure(key, args_info, mutants, bar)
+            candidates += mutants
+        if len(candidates) < plan.programs:
             log.warning("%s: its design space gave %d distinct programs, not %d", task.name,
                         len(candidates), plan.programs)
+            bar.update((plan.programs - len(candidates)) * len(plan.profiles))
+
+    def _measure(self, key, args_info, candidates, bar) -> None:
+        """Measure on every profile each candidate not yet measured there."""
+        plan = self.plan
         todo = []
         for c in candidates:
             missing = [p for p in plan.profiles
@@ -218,8 +281,6 @@ class Collector:
             bar.update(done)
             if missing:
                 todo.append((c, missing))
-        args_info = ms.arg_info.ArgInfo.from_prim_func(mod["main"])
-        bar.set_description(f"collect {task.name[:28]}")
         for i in range(0, len(todo), plan.batch_size):
             self._measure_batch(key, args_info, todo[i:i + plan.batch_size], bar)
 
@@ -293,11 +354,16 @@ class Collector:
                                   "error": error[-400:]}) + b"\n")
 
     def _warn_if_loaded(self) -> None:
-        busy = max(p.threads for p in self.plan.profiles)
+        """Warn when the machine is oversubscribed (a 1-thread profile pinned to one core may
+        share the machine with work on the other cores; more than that distorts timings)."""
+        threads = max(p.threads for p in self.plan.profiles)
+        limit = max(threads + 1, os.cpu_count() or 1) + 0.5
         load = os.getloadavg()[0]
-        if load > busy + 1.0:
-            log.warning("load average %.1f while measuring %d-thread profiles: another job is "
-                        "running; measurements will be noisy", load, busy)
+        if load > limit and time.time() - self._last_load_warning > 300:
+            self._last_load_warning = time.time()
+            log.warning("load average %.1f on %d cores while measuring %d-thread profiles: "
+                        "other jobs are running; timings will be noisy", load,
+                        os.cpu_count(), threads)
 
     def write_dataset(self) -> Dataset:
         """Ingest the profile databases into ``OUT/dataset`` with the suite's task metadata."""

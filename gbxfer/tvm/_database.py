@@ -43,11 +43,11 @@ class AppendOnlyDatabase:
         for i, line in enumerate(_repair(self.folder / WORKLOAD_FILE)):
             self._workloads[str(orjson.loads(line)[0])] = i
         self.done: dict[str, set[str]] = {}  # task key -> program ids measured
+        self.latency: dict[str, dict[str, float]] = {}  # task key -> program id -> seconds
         index_to_key = {i: k for k, i in self._workloads.items()}
         for line in _repair(self.folder / RECORD_FILE):
             index, record = orjson.loads(line)
-            key = index_to_key[index]
-            self.done.setdefault(key, set()).add(record_program_id(key, record))
+            self._note(index_to_key[index], record)
 
     def workload_index(self, task_key: str, workload_json) -> int:
         """Index of a workload, appending it on first use."""
@@ -59,8 +59,14 @@ class AppendOnlyDatabase:
     def add(self, task_key: str, record_json) -> str:
         """Append one tuning record ``[trace, run_secs, target, args_info]``; returns its program id."""
         self._append(RECORD_FILE, [self._workloads[task_key], record_json])
+        return self._note(task_key, record_json)
+
+    def _note(self, task_key: str, record_json) -> str:
         pid = record_program_id(task_key, record_json)
         self.done.setdefault(task_key, set()).add(pid)
+        costs = sorted(record_json[1])
+        median = costs[len(costs) // 2] if costs and costs[-1] < FAILED_COST else float("inf")
+        self.latency.setdefault(task_key, {})[pid] = median
         return pid
 
     def _append(self, name: str, value) -> None:
