@@ -1,0 +1,97 @@
+"""Measured programs per hour: ``gbxfer collect`` against plain ``tune_tir`` (replay-trace).
+
+    python scripts/bench_collect.py [--programs 32] [--tasks A,B] [--rounds 2]
+
+Both measure the same tasks on the same profile with the same runner settings (1 repeat set of
+3, 40 ms minimum), each as a fresh process timed from start to end, in interleaved rounds
+(A B, B A, ...) on the same machine. ``tune_tir`` uses TVM's defaults otherwise (its LocalBuilder,
+the replay-trace search strategy: random programs, no cost model). Run it on an idle machine.
+Results: scripts/results/bench_collect.{json,csv}.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _results import print_table, write_results
+
+TUNE_TIR = r"""
+import json, os, sys
+os.environ["TVM_NUM_THREADS"] = "1"
+from tvm.s_tir import meta_schedule as ms
+import tvm
+from gbxfer.profiles import load_profile
+from gbxfer.workloads import load_suite
+from gbxfer.profiles import find_config
+from gbxfer.tvm._workloads import task_module
+suite = load_suite(find_config("workloads", sys.argv[1])).select(sys.argv[2].split(","))
+profile = load_profile(sys.argv[3])
+n, work = int(sys.argv[4]), sys.argv[5]
+target = tvm.target.Target(profile.target)
+config = ms.runner.EvaluatorConfig(number=1, repeat=3, min_repeat_ms=40)
+measured = 0
+for i, task in enumerate(suite.tasks):
+    ms.tir_integration.tune_tir(task_module(task), target, f"{work}/{i}", max_trials_global=n,
+        num_trials_per_iter=16, strategy="replay-trace",
+        runner=ms.runner.LocalRunner(evaluator_config=config), num_tuning_cores=1, seed=1)
+    measured += sum(1 for _ in open(f"{work}/{i}/database_tuning_record.json"))
+print(json.dumps({"measured": measured}))
+"""
+
+
+def run_gbxfer(args, work) -> int:
+    subprocess.run([sys.executable, "-m", "gbxfer", "collect", "--suite", args.suite,
+                    "--hardware", args.hardware, "--programs", str(args.programs), "--tasks",
+                    args.tasks, "--out", str(work), "-q"], check=True)
+    return sum(1 for _ in open(work / "metaschedule" / args.hardware /
+                               "database_tuning_record.json"))
+
+
+def run_tune_tir(args, work) -> int:
+    out = subprocess.run([sys.executable, "-c", TUNE_TIR, args.suite, args.tasks, args.hardware,
+                          str(args.programs), str(work)], check=True, capture_output=True,
+                         text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])["measured"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--suite", default="networks")
+    parser.add_argument("--tasks", default="dense_1_768_768,depthwise_conv2d_1_28_28_192_3_1_1")
+    parser.add_argument("--hardware", default="x86-avx2-1t")
+    parser.add_argument("--programs", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    methods = {"gbxfer collect": run_gbxfer, "tune_tir replay-trace": run_tune_tir}
+    rows = []
+    for r in range(args.rounds):
+        order = list(methods) if r % 2 == 0 else list(methods)[::-1]
+        for name in order:
+            with tempfile.TemporaryDirectory() as tmp:
+                start = time.perf_counter()
+                measured = methods[name](args, Path(tmp) / "w")
+                seconds = time.perf_counter() - start
+            rows.append({"round": r, "method": name, "programs": measured,
+                         "seconds": round(seconds, 1),
+                         "programs_per_hour": round(measured / seconds * 3600)})
+            print(rows[-1], flush=True)
+    summary = []
+    for name in methods:
+        rates = [row["programs_per_hour"] for row in rows if row["method"] == name]
+        summary.append({"method": name, "median_programs_per_hour": statistics.median(rates)})
+    ratio = summary[0]["median_programs_per_hour"] / summary[1]["median_programs_per_hour"]
+    print()
+    print_table(summary)
+    print(f"\ngbxfer collect / tune_tir: {ratio:.2f}x programs per hour")
+    write_results("bench_collect", rows, summary=summary, ratio=ratio, tasks=args.tasks,
+                  hardware=args.hardware, programs_per_task=args.programs)
+
+
+if __name__ == "__main__":
+    main()

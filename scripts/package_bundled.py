@@ -1,0 +1,40 @@
+"""Copy a collected dataset into the package as the bundled dataset (gbxfer/data/bundled).
+
+    python scripts/package_bundled.py --from COLLECT_DIR/dataset
+
+Keeps every record and the collection commands of its manifest, adds the measured noise
+(scripts/results/noise.json) when present, and checks the 30 MB limit.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from gbxfer import load_dataset
+from gbxfer.dataset import BUNDLED
+
+LIMIT_MB = 30
+NOISE = Path(__file__).resolve().parent / "results" / "noise.json"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--from", dest="source", required=True)
+    args = parser.parse_args()
+    ds = load_dataset(args.source)
+    ds.manifest["description"] = (
+        "Programs of the 'networks' suite (ResNet-50, MobileNet-V2, BERT-base, ResNet-18) "
+        "collected with `gbxfer collect` on ISA/thread profiles of one physical CPU (an AMD "
+        "EPYC Zen 3, 2 vCPUs): see configs/hardware. Latency = median of 3 timed repeats.")
+    if NOISE.exists():
+        ds.manifest["noise"] = json.loads(NOISE.read_text())
+    ds.save(BUNDLED)
+    size = sum(p.stat().st_size for p in BUNDLED.iterdir()) / 2**20
+    print(f"{BUNDLED}: {len(ds)} records, {size:.1f} MB")
+    if size > LIMIT_MB:
+        raise SystemExit(f"bundled dataset is {size:.1f} MB, over the {LIMIT_MB} MB limit")
+
+
+if __name__ == "__main__":
+    main()
