@@ -4,6 +4,7 @@ from __future__ import annotations
 import yaml
 
 from ..errors import GbxferError
+from ..hardware import describe_hardware
 from ..probe import ISAS, cpu_model, probe, supported_isas
 
 
@@ -23,6 +24,31 @@ def add_parser(verbs, common):
                     help="thread count (repeatable; default: 1 and every core)")
     pr.add_argument("--mcpu", help="LLVM mcpu for the target (default: the ISA's generic CPU)")
     pr.set_defaults(run=run_probe)
+    sh = sub.add_parser("show", parents=[common], help="the descriptor of a target or profile",
+                        description="Print the hardware descriptor derived from a TVM target "
+                                    "(JSON or old string form) or a profile name. Fields that "
+                                    "cannot be derived are NaN and listed as missing.")
+    sh.add_argument("target", metavar="TARGET|PROFILE")
+    sh.add_argument("--json", action="store_true", help="print one JSON object")
+    sh.set_defaults(run=run_show)
+
+
+def run_show(args) -> int:
+    import json
+    import math
+
+    d = describe_hardware(args.target)
+    fields = {k: (None if math.isnan(v) else v) for k, v in d.as_dict().items()}
+    if args.json:
+        print(json.dumps({"name": d.name, "family": d.family, "fields": fields,
+                          "missing": d.missing}, indent=1))
+        return 0
+    print(f"{d.name} (family {d.family})")
+    for key, value in fields.items():
+        print(f"  {key:22s} {'-' if value is None else f'{value:g}'}")
+    if d.missing:
+        print(f"missing (NaN): {', '.join(d.missing)}")
+    return 0
 
 
 def run_probe(args) -> int:
