@@ -1,0 +1,265 @@
+"""Program features read from the schedule primitives themselves (after TLP): no TVM needed.
+
+One representation for MetaSchedule traces and Ansor step lists: a fixed-length vector of
+
+- ``count_<kind>``: how many primitives of each kind (:data:`KINDS`; MetaSchedule instructions
+  and Ansor steps map onto the same kinds; unknown primitives count as ``other``);
+- tile factors by loop role: ``sp_level<i>_log2`` / ``rd_level<i>_log2`` sum log2 of the
+  factor at tile level i (0 = innermost) over the spatial / reduction splits; a split of 4 or
+  more parts is spatial, fewer is reduction (multi-level tiling: SSRSRS on CPU, SSSRRSRS on
+  GPU), and MetaSchedule's ``tiling_structure`` annotation decides where it is present;
+  ``sp_inner_max_log2``, ``rd_inner_max_log2``; ``n_spatial_splits``, ``n_reduction_splits``;
+- annotations: ``unroll_log2`` = log2(1 + max auto-unroll step), ``vectorize_log2`` = log2(1 +
+  max vectorize extent annotated), ``parallel_log2`` (likewise), thread bindings
+  ``bind_block``, ``bind_thread``, ``bind_vthread``, ``fetch_vector_log2`` (GPU cooperative
+  fetch vector lanes);
+- cache stages by scope ``cache_read_<scope>`` / ``cache_write_<scope>`` (shared, local,
+  global), and compute-at depth ``compute_at_depth_mean`` / ``_max`` (loop index chosen; -1 root
+  and -2 inline count as 0);
+- ``tok_<j>``: a position-aware hashed encoding of the first :data:`MAX_TOKENS` scheduling
+  primitives (structure look-ups such as GetLoops left out): each token (kind, position,
+  arguments: tile factors, annotation values, decisions) adds 1 to one of :data:`N_HASH`
+  buckets (CRC-32, stable across processes).
+"""
+from __future__ import annotations
+
+import math
+import zlib
+
+import numpy as np
+import orjson
+
+KINDS = ("split", "fuse", "reorder", "parallel", "vectorize", "unroll", "bind", "cache_read",
+         "cache_write", "compute_at", "reverse_compute_at", "compute_inline",
+         "reverse_compute_inline", "compute_root", "annotate", "decompose_reduction", "rfactor",
+         "storage_align", "sample_tile", "sample_categorical", "sample_compute_location",
+         "structure", "tensorize", "other")
+N_SP_LEVELS, N_RD_LEVELS = 5, 3
+SCOPES = ("shared", "local", "global")
+MAX_TOKENS = 25
+N_HASH = 64
+
+COLUMNS = (
+    [f"count_{k}" for k in KINDS]
+    + [f"sp_level{i}_log2" for i in range(N_SP_LEVELS)] + ["sp_inner_max_log2", "n_spatial_splits"]
+    + [f"rd_level{i}_log2" for i in range(N_RD_LEVELS)] + ["rd_inner_max_log2",
+                                                            "n_reduction_splits"]
+    + ["unroll_log2", "vectorize_log2", "parallel_log2", "bind_block", "bind_thread",
+       "bind_vthread", "fetch_vector_log2"]
+    + [f"cache_read_{s}" for s in SCOPES] + [f"cache_write_{s}" for s in SCOPES]
+    + ["compute_at_depth_mean", "compute_at_depth_max"]
+    + [f"tok_{j}" for j in range(N_HASH)]
+)
+COL = {name: i for i, name in enumerate(COLUMNS)}
+COUNT0 = COL["count_split"]
+SP0, RD0, TOK0 = COL["sp_level0_log2"], COL["rd_level0_log2"], COL["tok_0"]
+
+MS_KINDS = {
+    "Split": "split", "Fuse": "fuse", "Reorder": "reorder", "Parallel": "parallel",
+    "Vectorize": "vectorize", "Unroll": "unroll", "Bind": "bind", "CacheRead": "cache_read",
+    "CacheWrite": "cache_write", "ReindexCacheRead": "cache_read",
+    "ReindexCacheWrite": "cache_write", "ComputeAt": "compute_at",
+    "ReverseComputeAt": "reverse_compute_at", "ComputeInline": "compute_inline",
+    "ReverseComputeInline": "reverse_compute_inline", "Annotate": "annotate",
+    "Unannotate": "annotate", "DecomposeReduction": "decompose_reduction", "RFactor": "rfactor",
+    "StorageAlign": "storage_align", "SamplePerfectTile": "sample_tile",
+    "SamplePartitionedTile": "sample_tile", "SampleCategorical": "sample_categorical",
+    "SampleComputeLocation": "sample_compute_location", "GetSBlock": "structure",
+    "GetBlock": "structure", "GetLoops": "structure", "GetChildBlocks": "structure",
+    "GetProducers": "structure", "GetConsumers": "structure", "GetOutputBlocks": "structure",
+    "EnterPostproc": "structure", "Blockize": "tensorize", "Tensorize": "tensorize",
+}
+ANSOR_KINDS = {"SP": "split", "FSP": "split", "FFSP": "split", "RE": "reorder", "FU": "fuse",
+               "CA": "compute_at", "CI": "compute_inline", "CR": "compute_root",
+               "CHR": "cache_read", "CHW": "cache_write", "PR": "annotate", "RF": "rfactor",
+               "SA": "storage_align"}
+# Ansor annotation codes: 1 unroll, 2 vectorize, 3 parallel, 4 vthread, 5-10 GPU bindings
+ANSOR_ANNOTATIONS = {1: "unroll", 2: "vectorize", 3: "parallel", 4: "bind", 5: "bind",
+                     6: "bind", 7: "bind", 8: "bind", 9: "bind", 10: "bind"}
+
+
+def _log2(x) -> float:
+    return math.log2(x) if x and x > 0 else 0.0
+
+
+def _token_bucket(*parts) -> int:
+    return zlib.crc32(orjson.dumps(parts)) % N_HASH
+
+
+def _scope_col(prefix: str, scope) -> int | None:
+    scope = str(scope).split(".")[0]
+    return COL.get(f"{prefix}_{scope}")
+
+
+def _add_split(vec, factors) -> None:
+    """Tile factors of one split, outermost first."""
+    if len(factors) >= 4:
+        base, n_levels, inner_max, count = SP0, N_SP_LEVELS, "sp_inner_max_log2", "n_spatial_splits"
+    else:
+        base, n_levels, inner_max, count = RD0, N_RD_LEVELS, "rd_inner_max_log2", "n_reduction_splits"
+    for level, f in enumerate(reversed(factors[-n_levels:])):
+        vec[base + level] += _log2(f)
+    vec[COL[inner_max]] = max(vec[COL[inner_max]], _log2(factors[-1]))
+    vec[COL[count]] += 1
+
+
+class _MetaSchedulePlan:
+    """What one trace skeleton (its instructions without decisions) contributes, precomputed.
+
+    All programs of one design-space sketch share their instructions and differ in decisions,
+    so the per-program work is a pass over the decisions only.
+    """
+
+    def __init__(self, insts):
+        self.static = np.zeros(len(COLUMNS), dtype=np.float64)
+        self.decision_kind: dict[int, tuple] = {}
+        self.tokens: list[tuple[int, int]] = []  # (instruction index, bucket seed)
+        uses: dict[str, str] = {}  # sampled variable -> annotation key that consumes it
+        for inst in insts:
+            if inst[0] == "Annotate" and len(inst[1]) > 1 and isinstance(inst[1][1], str):
+                uses[inst[1][1]] = str(inst[2][0]) if inst[2] else ""
+        depths = []
+        for index, inst in enumerate(insts):
+            name, inputs, attrs, outputs = (list(inst) + [[], [], []])[:4]
+            kind = MS_KINDS.get(name, "other")
+            self.static[COUNT0 + KINDS.index(kind)] += 1
+            if name == "SamplePerfectTile":
+                self.decision_kind[index] = ("tile",)
+            elif name == "SampleCategorical" and attrs:
+                key = uses.get(outputs[0], "") if outputs else ""
+                self.decision_kind[index] = ("categorical", attrs[0], key)
+            elif name == "SampleComputeLocation":
+                self.decision_kind[index] = ("location",)
+            elif name == "Bind" and attrs:
+                axis = str(attrs[0])
+                col = ("bind_block" if axis.startswith("blockIdx") else "bind_vthread"
+                       if axis.startswith("vthread") else "bind_thread")
+                self.static[COL[col]] += 1
+            elif name in ("CacheRead", "CacheWrite") and len(attrs) > 1:
+                col = _scope_col("cache_read" if name == "CacheRead" else "cache_write", attrs[1])
+                if col is not None:
+                    self.static[col] += 1
+            elif name == "Annotate" and attrs and len(inputs) > 1:
+                self._annotation(str(attrs[0]), inputs[1])
+            elif name in ("ComputeAt", "ReverseComputeAt") and len(attrs) > 1:
+                depths.append(attrs[1])
+            if kind != "structure" and len(self.tokens) < MAX_TOKENS:
+                args = attrs if kind in ("annotate", "bind", "cache_read", "cache_write") else []
+                self.tokens.append((index, zlib.crc32(orjson.dumps(
+                    [kind, len(self.tokens), args]))))
+        self.static_depths = [d for d in depths if isinstance(d, int) and d >= 0]
+
+    def _annotation(self, key: str, value) -> None:
+        if not isinstance(value, int):
+            return
+        col = {"pragma_auto_unroll_max_step": "unroll_log2",
+               "meta_schedule.vectorize": "vectorize_log2",
+               "meta_schedule.parallel": "parallel_log2"}.get(key)
+        if col is not None:
+            self.static[COL[col]] = max(self.static[COL[col]], _log2(1 + value))
+
+    def features(self, decisions) -> np.ndarray:
+        vec = self.static.copy()
+        chosen = {}
+        depths = list(self.static_depths)
+        for index, decision in decisions:
+            chosen[index] = decision
+            how = self.decision_kind.get(index)
+            if how is None:
+                continue
+            if how[0] == "tile" and isinstance(decision, list):
+                _add_split(vec, decision)
+            elif how[0] == "categorical" and isinstance(decision, int):
+                candidates, key = how[1], how[2]
+                value = candidates[decision] if 0 <= decision < len(candidates) else 0
+                if key == "meta_schedule.unroll_explicit" or key == "meta_schedule.unroll_implicit":
+                    vec[COL["unroll_log2"]] = max(vec[COL["unroll_log2"]], _log2(1 + value))
+                elif key == "meta_schedule.cooperative_fetch":
+                    vec[COL["fetch_vector_log2"]] = max(vec[COL["fetch_vector_log2"]],
+                                                        _log2(value))
+            elif how[0] == "location" and isinstance(decision, int):
+                depths.append(max(decision, 0))
+        if depths:
+            vec[COL["compute_at_depth_mean"]] = sum(depths) / len(depths)
+            vec[COL["compute_at_depth_max"]] = max(depths)
+        for index, seed in self.tokens:
+            if index in chosen:
+                seed = zlib.crc32(orjson.dumps(chosen[index]), seed)
+            vec[TOK0 + seed % N_HASH] += 1
+        return vec
+
+
+class ProgramFeaturizer:
+    """Turns stored programs (trace or step-list JSON text) into :data:`COLUMNS` vectors.
+
+    Keeps a bounded cache of trace skeletons; a featurizer is cheap to create.
+    """
+
+    columns = COLUMNS
+
+    def __init__(self, max_plans: int = 4096):
+        self._plans: dict[bytes, _MetaSchedulePlan] = {}
+        self.max_plans = max_plans
+
+    def metaschedule(self, trace) -> np.ndarray:
+        insts, decisions = trace[0], trace[1]
+        key = orjson.dumps(insts)
+        plan = self._plans.get(key)
+        if plan is None:
+            if len(self._plans) >= self.max_plans:
+                self._plans.clear()
+            plan = self._plans[key] = _MetaSchedulePlan(insts)
+        return plan.features(decisions)
+
+    def ansor(self, steps) -> np.ndarray:
+        vec = np.zeros(len(COLUMNS), dtype=np.float64)
+        depths = []
+        n_tokens = 0
+        for step in steps:
+            code = step[0]
+            kind = ANSOR_KINDS.get(code, "other")
+            args: list = []
+            if code == "AN" and len(step) > 3:
+                kind = ANSOR_ANNOTATIONS.get(step[3], "annotate")
+                args = [step[3]]
+                if kind == "bind":
+                    col = ("bind_vthread" if step[3] == 4 else "bind_block"
+                           if step[3] in (5, 7, 9) else "bind_thread")
+                    vec[COL[col]] += 1
+            elif code == "SP" and len(step) > 4 and isinstance(step[4], list):
+                lengths = [f for f in step[4] if isinstance(f, int)]
+                extent = step[3] if isinstance(step[3], int) else 0
+                inner = math.prod(lengths) if lengths else 1
+                outer = extent // inner if extent and inner else 1
+                _add_split(vec, [outer, *lengths])
+                args = lengths
+            elif code == "PR" and len(step) > 3 and "$" in str(step[3]):
+                value = int(str(step[3]).split("$")[1] or 0)
+                vec[COL["unroll_log2"]] = max(vec[COL["unroll_log2"]], _log2(1 + value))
+                kind, args = "unroll", [value]
+            elif code in ("CHR", "CHW") and len(step) > 2:
+                col = _scope_col("cache_read" if code == "CHR" else "cache_write", step[2])
+                if col is not None:
+                    vec[col] += 1
+                args = [step[2]]
+            elif code == "CA" and len(step) > 3 and isinstance(step[3], int):
+                depths.append(step[3])
+            vec[COUNT0 + KINDS.index(kind)] += 1
+            if n_tokens < MAX_TOKENS:
+                vec[TOK0 + _token_bucket(kind, n_tokens, args)] += 1
+                n_tokens += 1
+        if depths:
+            vec[COL["compute_at_depth_mean"]] = sum(depths) / len(depths)
+            vec[COL["compute_at_depth_max"]] = max(depths)
+        return vec
+
+    def from_text(self, source_format: str, text: str) -> np.ndarray:
+        value = orjson.loads(text)
+        return self.metaschedule(value) if source_format == "metaschedule" else self.ansor(value)
+
+    def transform(self, source_formats, texts) -> np.ndarray:
+        """One row per program (float32)."""
+        out = np.empty((len(texts), len(COLUMNS)), dtype=np.float32)
+        for i, (fmt, text) in enumerate(zip(source_formats, texts)):
+            out[i] = self.from_text(fmt, text)
+        return out
