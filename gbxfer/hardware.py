@@ -160,6 +160,7 @@ def _gpu_fields(t: dict) -> dict:
         out["compute_capability"] = int(arch[3:]) / 10
     for key, field, scale in (("max_shared_memory_per_block", "shared_mem_kb", 1 / 1024),
                               ("max_threads_per_block", "threads", 1),
+                              ("max_num_threads", "threads", 1),
                               ("thread_warp_size", "warp_size", 1)):
         value = t.get(key, t.get(key.replace("_", "-")))
         if isinstance(value, int) and value > 0:

@@ -19,7 +19,9 @@ One representation for MetaSchedule traces and Ansor step lists: a fixed-length 
 - ``tok_<j>``: a position-aware hashed encoding of the first :data:`MAX_TOKENS` scheduling
   primitives (structure look-ups such as GetLoops left out): each token (kind, position,
   arguments: tile factors, annotation values, decisions) adds 1 to one of :data:`N_HASH`
-  buckets (CRC-32, stable across processes).
+  buckets (CRC-32, stable across processes);
+- ``dec_<j>``: every sampling decision (or Ansor split) with its position, hashed the same way
+  into :data:`N_DECISION_HASH` buckets, so that programs differing in any decision differ here.
 """
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ N_SP_LEVELS, N_RD_LEVELS = 5, 3
 SCOPES = ("shared", "local", "global")
 MAX_TOKENS = 25
 N_HASH = 64
+N_DECISION_HASH = 32
 
 COLUMNS = (
     [f"count_{k}" for k in KINDS]
@@ -49,10 +52,12 @@ COLUMNS = (
     + [f"cache_read_{s}" for s in SCOPES] + [f"cache_write_{s}" for s in SCOPES]
     + ["compute_at_depth_mean", "compute_at_depth_max"]
     + [f"tok_{j}" for j in range(N_HASH)]
+    + [f"dec_{j}" for j in range(N_DECISION_HASH)]
 )
 COL = {name: i for i, name in enumerate(COLUMNS)}
 COUNT0 = COL["count_split"]
 SP0, RD0, TOK0 = COL["sp_level0_log2"], COL["rd_level0_log2"], COL["tok_0"]
+DEC0 = COL["dec_0"]
 
 MS_KINDS = {
     "Split": "split", "Fuse": "fuse", "Reorder": "reorder", "Parallel": "parallel",
@@ -78,12 +83,24 @@ ANSOR_ANNOTATIONS = {1: "unroll", 2: "vectorize", 3: "parallel", 4: "bind", 5: "
                      6: "bind", 7: "bind", 8: "bind", 9: "bind", 10: "bind"}
 
 
+_LOG2 = {i: math.log2(i) for i in range(1, 4097)}
+KIND_COL = {name: COUNT0 + KINDS.index(kind) for name, kind in MS_KINDS.items()}
+OTHER_COL = COUNT0 + KINDS.index("other")
+
+
 def _log2(x) -> float:
+    value = _LOG2.get(x)
+    if value is not None:
+        return value
     return math.log2(x) if x and x > 0 else 0.0
 
 
 def _token_bucket(*parts) -> int:
     return zlib.crc32(orjson.dumps(parts)) % N_HASH
+
+
+def _decision_bucket(position, decision) -> int:
+    return zlib.crc32(orjson.dumps([position, decision])) % N_DECISION_HASH
 
 
 def _scope_col(prefix: str, scope) -> int | None:
@@ -103,11 +120,26 @@ def _add_split(vec, factors) -> None:
     vec[COL[count]] += 1
 
 
-class _MetaSchedulePlan:
-    """What one trace skeleton (its instructions without decisions) contributes, precomputed.
+def _postproc_part(vec, insts) -> None:
+    """Instructions after EnterPostproc (they vary with the decisions): kinds, binds, unroll."""
+    for inst in insts:
+        name = inst[0]
+        vec[KIND_COL.get(name, OTHER_COL)] += 1
+        if name == "Bind":
+            axis = str(inst[2][0]) if inst[2] else ""
+            vec[COL["bind_block" if axis.startswith("blockIdx") else "bind_vthread"
+                    if axis.startswith("vthread") else "bind_thread"]] += 1
+        elif name == "Annotate" and inst[2] and inst[2][0] == "pragma_auto_unroll_max_step":
+            value = inst[1][1] if len(inst[1]) > 1 else 0
+            if isinstance(value, int):
+                vec[COL["unroll_log2"]] = max(vec[COL["unroll_log2"]], _log2(1 + value))
 
-    All programs of one design-space sketch share their instructions and differ in decisions,
-    so the per-program work is a pass over the decisions only.
+
+class _MetaSchedulePlan:
+    """What one trace sketch (its instructions up to EnterPostproc) contributes, precomputed.
+
+    All programs of one design-space sketch share those instructions and differ in decisions
+    and in the postprocessing instructions, so the per-program work is a pass over these.
     """
 
     def __init__(self, insts):
@@ -158,12 +190,14 @@ class _MetaSchedulePlan:
         if col is not None:
             self.static[COL[col]] = max(self.static[COL[col]], _log2(1 + value))
 
-    def features(self, decisions) -> np.ndarray:
+    def features(self, decisions, postproc_insts=()) -> np.ndarray:
         vec = self.static.copy()
+        _postproc_part(vec, postproc_insts)
         chosen = {}
         depths = list(self.static_depths)
         for index, decision in decisions:
             chosen[index] = decision
+            vec[DEC0 + _decision_bucket(index, decision)] += 1
             how = self.decision_kind.get(index)
             if how is None:
                 continue
@@ -203,19 +237,24 @@ class ProgramFeaturizer:
 
     def metaschedule(self, trace) -> np.ndarray:
         insts, decisions = trace[0], trace[1]
-        key = orjson.dumps(insts)
+        split = len(insts)
+        for i, inst in enumerate(insts):
+            if inst[0] == "EnterPostproc":
+                split = i
+                break
+        key = orjson.dumps(insts[:split])
         plan = self._plans.get(key)
         if plan is None:
             if len(self._plans) >= self.max_plans:
                 self._plans.clear()
-            plan = self._plans[key] = _MetaSchedulePlan(insts)
-        return plan.features(decisions)
+            plan = self._plans[key] = _MetaSchedulePlan(insts[:split])
+        return plan.features(decisions, insts[split:])
 
     def ansor(self, steps) -> np.ndarray:
         vec = np.zeros(len(COLUMNS), dtype=np.float64)
         depths = []
         n_tokens = 0
-        for step in steps:
+        for position, step in enumerate(steps):
             code = step[0]
             kind = ANSOR_KINDS.get(code, "other")
             args: list = []
@@ -245,6 +284,7 @@ class ProgramFeaturizer:
             elif code == "CA" and len(step) > 3 and isinstance(step[3], int):
                 depths.append(step[3])
             vec[COUNT0 + KINDS.index(kind)] += 1
+            vec[DEC0 + _decision_bucket(position, step)] += 1
             if n_tokens < MAX_TOKENS:
                 vec[TOK0 + _token_bucket(kind, n_tokens, args)] += 1
                 n_tokens += 1
@@ -253,9 +293,27 @@ class ProgramFeaturizer:
             vec[COL["compute_at_depth_max"]] = max(depths)
         return vec
 
+    def metaschedule_text(self, text: str) -> np.ndarray:
+        """Features of a trace given as JSON text; parses only what varies between programs
+        of a sketch once that sketch has been seen (the text up to EnterPostproc is its key)."""
+        pos = text.find('["EnterPostproc"')
+        if pos < 0:
+            return self.metaschedule(orjson.loads(text))
+        key = text[:pos]
+        plan = self._plans.get(key)
+        if plan is None:
+            insts = orjson.loads(text)[0]
+            split = next(i for i, inst in enumerate(insts) if inst[0] == "EnterPostproc")
+            if len(self._plans) >= self.max_plans:
+                self._plans.clear()
+            plan = self._plans[key] = _MetaSchedulePlan(insts[:split])
+        postproc_insts, decisions = orjson.loads("[[" + text[pos:])
+        return plan.features(decisions, postproc_insts)
+
     def from_text(self, source_format: str, text: str) -> np.ndarray:
-        value = orjson.loads(text)
-        return self.metaschedule(value) if source_format == "metaschedule" else self.ansor(value)
+        if source_format == "metaschedule":
+            return self.metaschedule_text(text)
+        return self.ansor(orjson.loads(text))
 
     def transform(self, source_formats, texts) -> np.ndarray:
         """One row per program (float32)."""

@@ -1,0 +1,150 @@
+"""Joint features of (program, workload, hardware) records, as a matrix with named blocks.
+
+>>> from gbxfer import load_bundled
+>>> from gbxfer.features import build
+>>> fm = build(load_bundled(), blocks=["program", "workload", "hardware"])  # doctest: +SKIP
+>>> fm.X.shape, fm.block_columns("hardware")[:3]                            # doctest: +SKIP
+
+Blocks:
+
+- ``program``: schedule-primitive features (:mod:`gbxfer.features._program`), no TVM needed;
+- ``workload``: operator kind, shapes, FLOPs, bytes (:mod:`gbxfer.features._workload`);
+- ``hardware``: the :class:`~gbxfer.hardware.HardwareDescriptor` of each record's profile;
+- ``per_store``: TVM's per-store features aggregated per program, read from the feature store
+  that ``gbxfer features --per-store`` (needs TVM) fills; NaN where none was computed (for
+  example where the workload IR cannot be loaded).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+
+from ..dataset import Dataset
+from ..errors import GbxferError
+from ..hardware import FIELDS as HARDWARE_FIELDS
+from ..hardware import HardwareDescriptor
+from ..profiles import load_profile
+from . import _program, _workload
+from ._program import ProgramFeaturizer
+
+BLOCKS = ("program", "workload", "hardware", "per_store")
+
+
+@dataclasses.dataclass
+class FeatureMatrix:
+    """Features of a dataset's records, with their groups and labels.
+
+    Attributes
+    ----------
+    X : ndarray (n_records, n_features), float32; NaN where a value is unknown.
+    columns : list of str, ``"<block>.<name>"``.
+    records : DataFrame with ``record_id``, ``program_id``, ``task_key``, ``hardware``,
+        ``hardware_family``, ``group`` (task x hardware id), ``latency`` (s, NaN when invalid),
+        ``valid``, ``label`` (min latency / latency within the group; 0 when invalid) and
+        ``weight`` (the task's weight).
+    """
+
+    X: np.ndarray
+    columns: list
+    records: pd.DataFrame
+
+    @property
+    def blocks(self) -> list[str]:
+        return list(dict.fromkeys(c.split(".", 1)[0] for c in self.columns))
+
+    def block_columns(self, block: str) -> list[str]:
+        return [c for c in self.columns if c.startswith(block + ".")]
+
+    def select_blocks(self, blocks) -> "FeatureMatrix":
+        keep = [i for i, c in enumerate(self.columns) if c.split(".", 1)[0] in set(blocks)]
+        return FeatureMatrix(self.X[:, keep], [self.columns[i] for i in keep], self.records)
+
+    def select_rows(self, mask) -> "FeatureMatrix":
+        idx = np.flatnonzero(mask) if np.asarray(mask).dtype == bool else np.asarray(mask)
+        return FeatureMatrix(self.X[idx], self.columns, self.records.iloc[idx].reset_index(
+            drop=True))
+
+
+def hardware_descriptor(name: str, family: str, target: str) -> HardwareDescriptor:
+    """The descriptor of a record's hardware: its profile when one is known by that name
+    (configs/hardware), else derived from the record's target."""
+    try:
+        profile = load_profile(name)
+    except GbxferError:
+        return HardwareDescriptor.from_target(target, name, family)
+    return HardwareDescriptor.from_target(profile.target, profile.name, profile.family,
+                                          {"threads": profile.threads, **profile.descriptor})
+
+
+def program_block(records: pd.DataFrame, featurizer: ProgramFeaturizer | None = None):
+    """Program features, computed once per distinct program (they ignore the hardware)."""
+    featurizer = featurizer or ProgramFeaturizer()
+    first = records.drop_duplicates("program_id")
+    rows = featurizer.transform(first["source_format"].tolist(), first["program"].tolist())
+    index = pd.Index(first["program_id"]).get_indexer(records["program_id"])
+    return rows[index], [f"program.{c}" for c in _program.COLUMNS]
+
+
+def workload_block(records: pd.DataFrame, tasks: pd.DataFrame):
+    table = {row.task_key: _workload.workload_vector(row.operator, row.args, row.flops)
+             for row in tasks.itertuples()}
+    missing = np.full(len(_workload.COLUMNS), np.nan)
+    X = np.stack([table.get(k, missing) for k in records["task_key"]]) if len(records) else \
+        np.empty((0, len(_workload.COLUMNS)))
+    return X.astype(np.float32), [f"workload.{c}" for c in _workload.COLUMNS]
+
+
+def hardware_block(records: pd.DataFrame):
+    keys = records[["hardware", "hardware_family", "target"]].drop_duplicates("hardware")
+    table = {row.hardware: hardware_descriptor(row.hardware, row.hardware_family,
+                                               row.target).vector()
+             for row in keys.itertuples()}
+    X = np.stack([table[h] for h in records["hardware"]]) if len(records) else \
+        np.empty((0, len(HARDWARE_FIELDS)))
+    return X.astype(np.float32), [f"hardware.{c}" for c in HARDWARE_FIELDS]
+
+
+def labels(records: pd.DataFrame) -> np.ndarray:
+    """min latency / latency within each task x hardware group; 0 for invalid records."""
+    latency = records["latency"].where(records["valid"])
+    best = latency.groupby([records["task_key"], records["hardware"]]).transform("min")
+    return (best / latency).fillna(0.0).to_numpy()
+
+
+def build(dataset: Dataset, blocks=("program", "workload", "hardware"),
+          per_store: pd.DataFrame | None = None) -> FeatureMatrix:
+    """The feature matrix of every record of ``dataset``, blocks in the order given.
+
+    ``per_store`` is a frame indexed by program id whose columns are per-store features (from
+    :func:`gbxfer.tvm.per_store_features`); programs it lacks get NaN.
+    """
+    unknown = [b for b in blocks if b not in BLOCKS]
+    if unknown:
+        raise GbxferError(f"unknown feature block {unknown[0]!r}; blocks: {', '.join(BLOCKS)}")
+    r = dataset.records
+    parts, columns = [], []
+    for block in blocks:
+        if block == "program":
+            X, cols = program_block(r)
+        elif block == "workload":
+            X, cols = workload_block(r, dataset.tasks)
+        elif block == "hardware":
+            X, cols = hardware_block(r)
+        else:
+            if per_store is None:
+                raise GbxferError("the per_store block needs per-store features: compute them "
+                                  "with gbxfer[tvm] (gbxfer.tvm.per_store_features)")
+            X = per_store.reindex(r["program_id"]).to_numpy(dtype=np.float32)
+            cols = [f"per_store.{c}" for c in per_store.columns]
+        parts.append(np.asarray(X, dtype=np.float32))
+        columns += cols
+    meta = r[["record_id", "program_id", "task_key", "hardware", "hardware_family", "latency",
+              "valid"]].copy()
+    meta["group"] = meta["task_key"] + "|" + meta["hardware"]
+    meta["label"] = labels(r)
+    weights = dict(zip(dataset.tasks["task_key"], dataset.tasks["weight"]))
+    meta["weight"] = meta["task_key"].map(weights).fillna(1.0).to_numpy()
+    X = np.hstack(parts) if parts else np.empty((len(r), 0), dtype=np.float32)
+    return FeatureMatrix(X, columns, meta.reset_index(drop=True))

@@ -1,0 +1,96 @@
+"""Joint features on real records: every source featurizes; programs and hardware show."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gbxfer import Dataset, ingest
+from gbxfer.features import build
+from gbxfer.features._program import COLUMNS, ProgramFeaturizer
+
+
+def _distinct_share_within_tasks(fm):
+    program = fm.select_blocks(["program"])
+    first = program.records.drop_duplicates("program_id").index
+    rows = program.X[first]
+    tasks = program.records.loc[first, "task_key"].to_numpy()
+    shares = []
+    for task in np.unique(tasks):
+        X = rows[tasks == task]
+        shares.append(len(np.unique(X, axis=0)) / len(X))
+    return min(shares), np.mean(shares)
+
+
+def test_older_metaschedule_database_featurizes_and_separates_programs(ms_a100_dataset):
+    fm = build(ms_a100_dataset)
+    assert fm.X.shape == (len(ms_a100_dataset), len(fm.columns))
+    assert not np.isnan(fm.select_blocks(["program"]).X).any()
+    worst, mean = _distinct_share_within_tasks(fm)
+    assert mean > 0.999 and worst > 0.99
+
+
+def test_ansor_logs_featurize_and_separate_programs(ansor_dir):
+    fm = build(ingest([ansor_dir]))
+    assert not np.isnan(fm.select_blocks(["program"]).X).any()
+    worst, mean = _distinct_share_within_tasks(fm)
+    assert mean > 0.99
+
+
+def test_tvm027_database_featurizes(example_db):
+    fm = build(ingest([example_db]))
+    X = fm.select_blocks(["program"]).X
+    assert len(np.unique(X, axis=0)) == len(X)
+    tiles = [fm.columns.index(f"program.sp_level{i}_log2") for i in range(4)]
+    # a 128x128 output split into 4 tile levels on both axes: log2 factors sum to 7 + 7
+    assert np.allclose(X[:, [i for i in range(len(fm.columns))
+                             if fm.columns[i] in [fm.columns[t] for t in tiles]]].sum(1), 14)
+
+
+def test_same_program_on_two_profiles_differs_only_in_hardware(ansor_dir):
+    ds = ingest([ansor_dir / "gpu_a100", ansor_dir / "gpu_rtx3080"])
+    fm = build(ds)
+    r = fm.records
+    both = r.groupby("program_id")["hardware"].nunique()
+    pid = both[both == 2].index[0]
+    a, b = np.flatnonzero(r["program_id"] == pid)[:2]
+    differ = {fm.columns[i].split(".")[0] for i in np.flatnonzero(
+        ~np.isclose(fm.X[a], fm.X[b], equal_nan=True))}
+    assert differ == {"hardware"}
+
+
+def test_labels_are_normalised_throughput_within_groups(ansor_a100_dataset):
+    fm = build(ansor_a100_dataset, blocks=["workload"])
+    r = fm.records
+    valid = r[r["valid"]]
+    assert np.isclose(valid.groupby("group")["label"].max(), 1.0).all()
+    assert (r.loc[~r["valid"], "label"] == 0).all()
+    assert ((valid["label"] > 0) & (valid["label"] <= 1)).all()
+
+
+def test_unknown_primitive_is_counted_not_fatal():
+    f = ProgramFeaturizer()
+    vec = f.ansor([["XYZ", 1, 2], ["SP", 2, 0, 64, [4, 4], 1]])
+    assert vec[COLUMNS.index("count_other")] == 1
+    assert vec[COLUMNS.index("count_split")] == 1
+
+
+def test_unknown_block_is_an_error(ansor_a100_dataset):
+    from gbxfer import GbxferError
+    with pytest.raises(GbxferError, match="unknown feature block"):
+        build(ansor_a100_dataset, blocks=["vibes"])
+
+
+def test_workload_block_reads_shapes_and_marks_unknown_flops_nan(ms_a100_dataset):
+    fm = build(ms_a100_dataset, blocks=["workload"])
+    X = fm.X
+    col = fm.columns.index
+    ops = [i for i, c in enumerate(fm.columns) if c.startswith("workload.op_")]
+    assert (X[:, ops].sum(1) == 1).all()  # one operator kind each
+    assert X[:, col("workload.op_conv2d")].sum() > 0 and X[:, col("workload.op_softmax")].sum() > 0
+    assert np.isnan(X[:, col("workload.log2_flops")]).all()  # foreign tasks: FLOPs unknown
+    assert (X[:, col("workload.log2_bytes")] > 0).all()
+
+
+def test_empty_dataset_builds_an_empty_matrix():
+    fm = build(Dataset())
+    assert fm.X.shape[0] == 0
