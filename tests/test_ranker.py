@@ -1,0 +1,103 @@
+"""GBCostRanker is a scikit-learn estimator that ranks real programs within groups."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sklearn
+from joblib import dump, load
+from sklearn.base import clone
+from sklearn.model_selection import GroupKFold, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+from sklearn.utils.estimator_checks import check_estimator
+
+from gbxfer.features import build
+from gbxfer.metrics import pairwise_accuracy, random_baseline, topk_score
+from gbxfer.model import GBCostRanker
+
+
+@pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
+def test_passes_sklearn_estimator_checks(backend):
+    est = GBCostRanker(backend=backend, n_estimators=5)
+    check_estimator(est, expected_failed_checks=GBCostRanker.EXPECTED_FAILED_CHECKS[backend])
+
+
+@pytest.fixture(scope="module")
+def ansor_cpu(ansor_dir):
+    from gbxfer import ingest
+    fm = build(ingest([ansor_dir / "cpu_x86"]))
+    return fm.select_rows(fm.records["valid"].to_numpy())
+
+
+@pytest.mark.parametrize("backend, objective", [
+    ("lightgbm", "lambdarank"), ("lightgbm", "regression"), ("xgboost", "rank:pairwise"),
+    ("xgboost", "rank:ndcg"), ("xgboost", "regression")])
+def test_ranks_held_out_programs_better_than_random(ansor_cpu, backend, objective):
+    r = ansor_cpu.records
+    rng = np.random.default_rng(0)
+    test = rng.random(len(r)) < 0.3
+    model = GBCostRanker(backend=backend, objective=objective, n_estimators=60)
+    model.fit(ansor_cpu.X[~test], r["label"][~test], groups=r["group"][~test])
+    score = model.predict(ansor_cpu.X[test])
+    lat, groups = r["latency"][test].to_numpy(), r["group"][test].to_numpy()
+    assert pairwise_accuracy(lat, score, groups) > 0.55  # random: 0.5
+    assert topk_score(lat, score, groups, 1) > random_baseline(topk_score, lat, groups, k=1)
+
+
+def test_group_kfold_cross_validation_and_pipeline(ansor_cpu):
+    r = ansor_cpu.records
+    with sklearn.config_context(enable_metadata_routing=True):
+        ranker = GBCostRanker(n_estimators=30).set_fit_request(groups=True).set_score_request(
+            groups=True)
+        pipe = make_pipeline(FunctionTransformer(), ranker)
+        scores = cross_val_score(pipe, ansor_cpu.X, r["label"], cv=GroupKFold(n_splits=3),
+                                 params={"groups": r["group"]})
+    assert len(scores) == 3 and np.all(scores > 0.5)  # PCA on whole held-out groups
+
+
+def test_clone_and_joblib_round_trip(ansor_cpu, tmp_path):
+    r = ansor_cpu.records
+    model = GBCostRanker(n_estimators=20, num_leaves=15).fit(ansor_cpu.X, r["label"],
+                                                            groups=r["group"])
+    assert clone(model).get_params()["num_leaves"] == 15
+    dump(model, tmp_path / "m.joblib")
+    again = load(tmp_path / "m.joblib")
+    assert np.allclose(again.predict(ansor_cpu.X[:50]), model.predict(ansor_cpu.X[:50]))
+
+
+def test_same_seed_same_model(ansor_cpu):
+    r = ansor_cpu.records
+    a = GBCostRanker(n_estimators=20, subsample=0.7, random_state=3).fit(
+        ansor_cpu.X, r["label"], groups=r["group"]).predict(ansor_cpu.X[:100])
+    b = GBCostRanker(n_estimators=20, subsample=0.7, random_state=3).fit(
+        ansor_cpu.X, r["label"], groups=r["group"]).predict(ansor_cpu.X[:100])
+    assert np.array_equal(a, b)
+
+
+def test_rows_need_not_be_sorted_by_group(ansor_cpu):
+    r = ansor_cpu.records
+    perm = np.random.default_rng(1).permutation(len(r))
+    in_order = GBCostRanker(n_estimators=15).fit(ansor_cpu.X, r["label"], groups=r["group"])
+    shuffled = GBCostRanker(n_estimators=15).fit(ansor_cpu.X[perm], r["label"].to_numpy()[perm],
+                                                 groups=r["group"].to_numpy()[perm])
+    assert np.allclose(in_order.predict(ansor_cpu.X), shuffled.predict(ansor_cpu.X))
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(X=np.array([[np.inf, 1.0]] * 4)), "infinity"),
+    (dict(groups=np.array([0, 0, 1])), "groups has 3 entries"),
+    (dict(y=np.array([0.5, np.nan, 1, 1])), "NaN"),
+    (dict(sample_weight=np.array([1.0, -1, 1, 1])), "non-negative"),
+])
+def test_bad_input_is_a_clear_error(bad, message):
+    args = dict(X=np.ones((4, 2)), y=np.array([0.2, 1.0, 0.5, 1.0]),
+                groups=np.array([0, 0, 1, 1]))
+    args.update(bad)
+    with pytest.raises(ValueError, match=message):
+        GBCostRanker(n_estimators=2).fit(args["X"], args["y"], groups=args["groups"],
+                                         sample_weight=args.get("sample_weight"))
+
+
+def test_unknown_objective_names_the_backends_objectives():
+    with pytest.raises(ValueError, match="lambdarank"):
+        GBCostRanker(objective="rank:pairwise").fit(np.ones((4, 2)), np.ones(4))
