@@ -101,3 +101,31 @@ def test_bad_input_is_a_clear_error(bad, message):
 def test_unknown_objective_names_the_backends_objectives():
     with pytest.raises(ValueError, match="lambdarank"):
         GBCostRanker(objective="rank:pairwise").fit(np.ones((4, 2)), np.ones(4))
+
+
+@pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
+def test_saved_model_round_trip_without_pickle(ansor_cpu, tmp_path, backend):
+    from gbxfer.model import SavedModel
+
+    r = ansor_cpu.records
+    ranker = GBCostRanker(backend=backend, n_estimators=20).fit(ansor_cpu.X, r["label"],
+                                                               groups=r["group"])
+    saved = SavedModel(ranker, ansor_cpu.columns, ["llvm-generic"], {"kind": "by-task"},
+                       list(r["record_id"][:10]))
+    saved.save(tmp_path / "m")
+    assert not list((tmp_path / "m").glob("*.pkl")) and not list((tmp_path / "m").glob("*.joblib"))
+    again = SavedModel.load(tmp_path / "m")
+    assert again.train_record_ids == list(r["record_id"][:10])
+    assert np.allclose(again.predict(ansor_cpu.X[:30], ansor_cpu.columns),
+                       ranker.predict(ansor_cpu.X[:30]))
+
+
+def test_loading_against_another_feature_schema_names_the_difference(ansor_cpu):
+    from gbxfer import GbxferError
+    from gbxfer.model import SavedModel
+
+    r = ansor_cpu.records
+    ranker = GBCostRanker(n_estimators=5).fit(ansor_cpu.X, r["label"], groups=r["group"])
+    saved = SavedModel(ranker, ansor_cpu.columns)
+    with pytest.raises(GbxferError, match="missing \\['program.count_split'"):
+        saved.predict(ansor_cpu.X[:, 1:], ansor_cpu.columns[1:])
