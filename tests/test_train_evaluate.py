@@ -1,0 +1,90 @@
+"""gbxfer train / evaluate / predict / explain on real data; evaluation never sees training data."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from gbxfer import GbxferError, SplitSpec, ingest
+from gbxfer.cli import main
+from gbxfer.model import SavedModel
+from gbxfer.training import evaluate, evaluation_part, train
+
+CONFIG = {"blocks": ["program", "workload", "hardware"], "params": {"n_estimators": 30}}
+
+
+@pytest.fixture(scope="module")
+def gpus(ansor_dir, tmp_path_factory):
+    ds = ingest([ansor_dir / "gpu_a100", ansor_dir / "gpu_rtx3080"])
+    path = tmp_path_factory.mktemp("gpus") / "ds"
+    ds.save(path)
+    return ds, path
+
+
+def test_evaluation_leaves_out_training_records_and_keeps_the_test_part(gpus):
+    ds, _ = gpus
+    model = train(ds, CONFIG, SplitSpec("within-task", 0.3, seed=2))
+    part, _ = evaluation_part(model, ds)
+    assert not set(part.records["record_id"]) & set(model.train_record_ids)
+    assert set(part.records["program_id"]) <= set(
+        ds.records["program_id"][SplitSpec("within-task", 0.3, seed=2).test_mask(ds)])
+
+
+def test_model_without_split_is_scored_only_on_unseen_records(gpus):
+    ds, _ = gpus
+    a100 = ds.filter(hardware="cuda-sm_80")
+    model = train(a100, CONFIG)
+    with pytest.raises(GbxferError, match="nothing left to evaluate"):
+        evaluate(model, a100)
+    report = evaluate(model, ds)  # the RTX 3080 records are unseen
+    assert set(report["by_hardware"]) == {"cuda-sm_86"}
+
+
+def test_by_hardware_reports_paired_and_unpaired_programs(gpus):
+    ds, _ = gpus
+    model = train(ds, CONFIG, SplitSpec.parse("by-hardware:cuda-sm_86"))
+    assert model.hardware == ["cuda-sm_80"]
+    report = evaluate(model, ds)
+    assert report["paired"]["n_records"] > 0 and report["unpaired"]["n_records"] > 0
+    assert report["paired"]["n_records"] + report["unpaired"]["n_records"] <= \
+        report["n_records"] + report["paired"]["n_groups"] + report["unpaired"]["n_groups"]
+
+
+def test_cli_train_evaluate_predict_explain(gpus, tmp_path, capsys):
+    _, path = gpus
+    model = tmp_path / "model"
+    assert main(["train", str(path), "--out", str(model), "--holdout", "by-task",
+                 "--test-fraction", "0.5", "--seed", "3", "-q"]) == 0
+    assert main(["evaluate", str(model), str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    for key in ("pca", "top1", "top5", "apeak5", "random_top1", "random_top5", "n_tasks",
+                "n_records"):
+        assert key in report
+    saved = SavedModel.load(model)
+    test_tasks = set(ds_tasks for ds_tasks in report["by_task"])
+    assert saved.split["kind"] == "by-task" and test_tasks
+    assert main(["predict", str(model), str(path), "--out", str(tmp_path / "s.csv")]) == 0
+    lines = (tmp_path / "s.csv").read_text().splitlines()
+    assert lines[0] == "program_id,hardware,score" and len(lines) > 100
+    assert main(["explain", str(model), "--top", "5"]) == 0
+    assert "program" in capsys.readouterr().out
+    assert (model / "importance.png").stat().st_size > 1000
+
+
+def test_per_target_models(gpus, tmp_path, capsys):
+    _, path = gpus
+    model = tmp_path / "per"
+    assert main(["train", str(path), "--out", str(model), "--per-target", "--holdout",
+                 "within-task", "--test-fraction", "0.3", "-q"]) == 0
+    assert (model / "cuda-sm_80" / "model.json").exists()
+    assert main(["evaluate", str(model), str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert set(report["by_hardware"]) == {"cuda-sm_80", "cuda-sm_86"}
+    assert 0.5 < report["pca"] <= 1 and report["top1"] > report["random_top1"]
+
+
+def test_unknown_target_lists_the_hardware(gpus):
+    ds, _ = gpus
+    with pytest.raises(GbxferError, match="cuda-sm_80"):
+        train(ds, CONFIG, target="tpu-v9")
