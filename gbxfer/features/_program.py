@@ -9,6 +9,9 @@ One representation for MetaSchedule traces and Ansor step lists: a fixed-length 
   more parts is spatial, fewer is reduction (multi-level tiling: SSRSRS on CPU, SSSRRSRS on
   GPU), and MetaSchedule's ``tiling_structure`` annotation decides where it is present;
   ``sp_inner_max_log2``, ``rd_inner_max_log2``; ``n_spatial_splits``, ``n_reduction_splits``;
+- tile factors by axis: ``sp_axis<a>_level<i>_log2`` (a = 0 for the last spatial axis of the
+  schedule, which is the one vectorized, 1 for the one before, ...; i = 0 innermost) and
+  ``rd_axis<a>_level<i>_log2`` likewise for reduction axes;
 - annotations: ``unroll_log2`` = log2(1 + max auto-unroll step), ``vectorize_log2`` = log2(1 +
   max vectorize extent annotated), ``parallel_log2`` (likewise), thread bindings
   ``bind_block``, ``bind_thread``, ``bind_vthread``, ``fetch_vector_log2`` (GPU cooperative
@@ -37,6 +40,8 @@ KINDS = ("split", "fuse", "reorder", "parallel", "vectorize", "unroll", "bind", 
          "storage_align", "sample_tile", "sample_categorical", "sample_compute_location",
          "structure", "tensorize", "other")
 N_SP_LEVELS, N_RD_LEVELS = 5, 3
+N_SP_AXES, N_SP_AXIS_LEVELS = 5, 4
+N_RD_AXES, N_RD_AXIS_LEVELS = 3, 2
 SCOPES = ("shared", "local", "global")
 MAX_TOKENS = 25
 N_HASH = 64
@@ -47,6 +52,8 @@ COLUMNS = (
     + [f"sp_level{i}_log2" for i in range(N_SP_LEVELS)] + ["sp_inner_max_log2", "n_spatial_splits"]
     + [f"rd_level{i}_log2" for i in range(N_RD_LEVELS)] + ["rd_inner_max_log2",
                                                             "n_reduction_splits"]
+    + [f"sp_axis{a}_level{i}_log2" for a in range(N_SP_AXES) for i in range(N_SP_AXIS_LEVELS)]
+    + [f"rd_axis{a}_level{i}_log2" for a in range(N_RD_AXES) for i in range(N_RD_AXIS_LEVELS)]
     + ["unroll_log2", "vectorize_log2", "parallel_log2", "bind_block", "bind_thread",
        "bind_vthread", "fetch_vector_log2"]
     + [f"cache_read_{s}" for s in SCOPES] + [f"cache_write_{s}" for s in SCOPES]
@@ -58,6 +65,7 @@ COL = {name: i for i, name in enumerate(COLUMNS)}
 COUNT0 = COL["count_split"]
 SP0, RD0, TOK0 = COL["sp_level0_log2"], COL["rd_level0_log2"], COL["tok_0"]
 DEC0 = COL["dec_0"]
+SPAX0, RDAX0 = COL["sp_axis0_level0_log2"], COL["rd_axis0_level0_log2"]
 
 MS_KINDS = {
     "Split": "split", "Fuse": "fuse", "Reorder": "reorder", "Parallel": "parallel",
@@ -106,6 +114,29 @@ def _decision_bucket(position, decision) -> int:
 def _scope_col(prefix: str, scope) -> int | None:
     scope = str(scope).split(".")[0]
     return COL.get(f"{prefix}_{scope}")
+
+
+def _add_axis(vec, factors, axis_from_end: int) -> None:
+    """Tile factors of one split by axis (``axis_from_end`` 0 = the last axis of its role)."""
+    if len(factors) >= 4:
+        base, n_axes, n_levels = SPAX0, N_SP_AXES, N_SP_AXIS_LEVELS
+    else:
+        base, n_axes, n_levels = RDAX0, N_RD_AXES, N_RD_AXIS_LEVELS
+    if 0 <= axis_from_end < n_axes:
+        for level, f in enumerate(reversed(factors[-n_levels:])):
+            vec[base + axis_from_end * n_levels + level] = _log2(f)
+
+
+def _axis_positions(n_parts: list[int]) -> list[int]:
+    """For splits with these numbers of parts (in schedule order), each split's axis index
+    counted from the last split of the same role (spatial: 4+ parts, reduction: fewer)."""
+    spatial = [n >= 4 for n in n_parts]
+    out, seen = [], {True: 0, False: 0}
+    totals = {True: sum(spatial), False: len(spatial) - sum(spatial)}
+    for is_spatial in spatial:
+        out.append(totals[is_spatial] - 1 - seen[is_spatial])
+        seen[is_spatial] += 1
+    return out
 
 
 def _add_split(vec, factors) -> None:
@@ -180,6 +211,10 @@ class _MetaSchedulePlan:
                 self.tokens.append((index, zlib.crc32(orjson.dumps(
                     [kind, len(self.tokens), args]))))
         self.static_depths = [d for d in depths if isinstance(d, int) and d >= 0]
+        tiles = [(i, insts[i][2][0] if insts[i][2] else 0) for i, how in
+                 sorted(self.decision_kind.items()) if how[0] == "tile"]
+        for (index, _), axis in zip(tiles, _axis_positions([n for _, n in tiles])):
+            self.decision_kind[index] = ("tile", axis)
 
     def _annotation(self, key: str, value) -> None:
         if not isinstance(value, int):
@@ -203,6 +238,7 @@ class _MetaSchedulePlan:
                 continue
             if how[0] == "tile" and isinstance(decision, list):
                 _add_split(vec, decision)
+                _add_axis(vec, decision, how[1])
             elif how[0] == "categorical" and isinstance(decision, int):
                 candidates, key = how[1], how[2]
                 value = candidates[decision] if 0 <= decision < len(candidates) else 0
@@ -254,6 +290,7 @@ class ProgramFeaturizer:
         vec = np.zeros(len(COLUMNS), dtype=np.float64)
         depths = []
         n_tokens = 0
+        splits: dict = {}  # stage -> factor lists in order, for the by-axis features
         for position, step in enumerate(steps):
             code = step[0]
             kind = ANSOR_KINDS.get(code, "other")
@@ -271,6 +308,7 @@ class ProgramFeaturizer:
                 inner = math.prod(lengths) if lengths else 1
                 outer = extent // inner if extent and inner else 1
                 _add_split(vec, [outer, *lengths])
+                splits.setdefault(step[1], []).append([outer, *lengths])
                 args = lengths
             elif code == "PR" and len(step) > 3 and "$" in str(step[3]):
                 value = int(str(step[3]).split("$")[1] or 0)
