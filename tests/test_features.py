@@ -94,3 +94,14 @@ def test_workload_block_reads_shapes_and_marks_unknown_flops_nan(ms_a100_dataset
 def test_empty_dataset_builds_an_empty_matrix():
     fm = build(Dataset())
     assert fm.X.shape[0] == 0
+
+
+def test_text_fast_path_equals_parsing_the_whole_trace(ms_a100_dataset, example_db):
+    import orjson
+
+    for ds in (ms_a100_dataset, ingest([example_db])):
+        texts = ds.records.drop_duplicates("program_id")["program"].head(400)
+        parsed, fast = ProgramFeaturizer(), ProgramFeaturizer()
+        a = np.array([parsed.metaschedule(orjson.loads(t)) for t in texts])
+        b = np.array([fast.metaschedule_text(t) for t in texts])
+        assert np.array_equal(a, b)

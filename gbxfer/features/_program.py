@@ -29,6 +29,7 @@ One representation for MetaSchedule traces and Ansor step lists: a fixed-length 
 from __future__ import annotations
 
 import math
+import re
 import zlib
 
 import numpy as np
@@ -65,6 +66,8 @@ COL = {name: i for i, name in enumerate(COLUMNS)}
 COUNT0 = COL["count_split"]
 SP0, RD0, TOK0 = COL["sp_level0_log2"], COL["rd_level0_log2"], COL["tok_0"]
 DEC0 = COL["dec_0"]
+UNROLL = COL["unroll_log2"]
+_DECISIONS = re.compile(r"\]\],\[\[-?\d")  # end of the instructions, start of the decisions
 SPAX0, RDAX0 = COL["sp_axis0_level0_log2"], COL["rd_axis0_level0_log2"]
 
 MS_KINDS = {
@@ -116,17 +119,6 @@ def _scope_col(prefix: str, scope) -> int | None:
     return COL.get(f"{prefix}_{scope}")
 
 
-def _add_axis(vec, factors, axis_from_end: int) -> None:
-    """Tile factors of one split by axis (``axis_from_end`` 0 = the last axis of its role)."""
-    if len(factors) >= 4:
-        base, n_axes, n_levels = SPAX0, N_SP_AXES, N_SP_AXIS_LEVELS
-    else:
-        base, n_axes, n_levels = RDAX0, N_RD_AXES, N_RD_AXIS_LEVELS
-    if 0 <= axis_from_end < n_axes:
-        for level, f in enumerate(reversed(factors[-n_levels:])):
-            vec[base + axis_from_end * n_levels + level] = _log2(f)
-
-
 def _axis_positions(n_parts: list[int]) -> list[int]:
     """For splits with these numbers of parts (in schedule order), each split's axis index
     counted from the last split of the same role (spatial: 4+ parts, reduction: fewer)."""
@@ -139,16 +131,30 @@ def _axis_positions(n_parts: list[int]) -> list[int]:
     return out
 
 
-def _add_split(vec, factors) -> None:
-    """Tile factors of one split, outermost first."""
+_SP_MAX, _SP_N = COL["sp_inner_max_log2"], COL["n_spatial_splits"]
+_RD_MAX, _RD_N = COL["rd_inner_max_log2"], COL["n_reduction_splits"]
+
+
+def _add_split(vec, factors, axis: int = -1) -> None:
+    """Tile factors of one split (outermost first) into the level sums, the innermost maximum,
+    the split count and, for ``axis`` >= 0 (counted from the last axis of its role), the
+    by-axis columns. ``vec`` is a list."""
+    logs = [_LOG2.get(f) or _log2(f) for f in reversed(factors)]  # innermost first
     if len(factors) >= 4:
-        base, n_levels, inner_max, count = SP0, N_SP_LEVELS, "sp_inner_max_log2", "n_spatial_splits"
+        base, n_levels, inner, count = SP0, N_SP_LEVELS, _SP_MAX, _SP_N
+        axis_base, n_axes, n_axis_levels = SPAX0, N_SP_AXES, N_SP_AXIS_LEVELS
     else:
-        base, n_levels, inner_max, count = RD0, N_RD_LEVELS, "rd_inner_max_log2", "n_reduction_splits"
-    for level, f in enumerate(reversed(factors[-n_levels:])):
-        vec[base + level] += _log2(f)
-    vec[COL[inner_max]] = max(vec[COL[inner_max]], _log2(factors[-1]))
-    vec[COL[count]] += 1
+        base, n_levels, inner, count = RD0, N_RD_LEVELS, _RD_MAX, _RD_N
+        axis_base, n_axes, n_axis_levels = RDAX0, N_RD_AXES, N_RD_AXIS_LEVELS
+    for level in range(min(len(logs), n_levels)):
+        vec[base + level] += logs[level]
+    if logs and logs[0] > vec[inner]:
+        vec[inner] = logs[0]
+    vec[count] += 1
+    if 0 <= axis < n_axes:
+        start = axis_base + axis * n_axis_levels
+        for level in range(min(len(logs), n_axis_levels)):
+            vec[start + level] = logs[level]
 
 
 def _postproc_part(vec, insts) -> None:
@@ -174,7 +180,7 @@ class _MetaSchedulePlan:
     """
 
     def __init__(self, insts):
-        self.static = np.zeros(len(COLUMNS), dtype=np.float64)
+        self.static = [0.0] * len(COLUMNS)
         self.decision_kind: dict[int, tuple] = {}
         self.tokens: list[tuple[int, int]] = []  # (instruction index, bucket seed)
         uses: dict[str, str] = {}  # sampled variable -> annotation key that consumes it
@@ -211,6 +217,14 @@ class _MetaSchedulePlan:
                 self.tokens.append((index, zlib.crc32(orjson.dumps(
                     [kind, len(self.tokens), args]))))
         self.static_depths = [d for d in depths if isinstance(d, int) and d >= 0]
+        # tokens of instructions without a decision are the same for every program of the
+        # sketch: count them once; the others are hashed with their decision per program
+        self.token_seed: dict[int, int] = {}
+        for index, seed in self.tokens:
+            if insts[index][0].startswith("Sample"):
+                self.token_seed[index] = seed
+            else:
+                self.static[TOK0 + seed % N_HASH] += 1
         tiles = [(i, insts[i][2][0] if insts[i][2] else 0) for i, how in
                  sorted(self.decision_kind.items()) if how[0] == "tile"]
         for (index, _), axis in zip(tiles, _axis_positions([n for _, n in tiles])):
@@ -225,20 +239,22 @@ class _MetaSchedulePlan:
         if col is not None:
             self.static[COL[col]] = max(self.static[COL[col]], _log2(1 + value))
 
-    def features(self, decisions, postproc_insts=()) -> np.ndarray:
-        vec = self.static.copy()
+    def features(self, decisions, postproc_insts=()) -> list:
+        vec = self.static[:]
         _postproc_part(vec, postproc_insts)
-        chosen = {}
         depths = list(self.static_depths)
+        crc32, token_seed, kinds = zlib.crc32, self.token_seed, self.decision_kind
         for index, decision in decisions:
-            chosen[index] = decision
-            vec[DEC0 + _decision_bucket(index, decision)] += 1
-            how = self.decision_kind.get(index)
+            text = orjson.dumps(decision)
+            vec[DEC0 + crc32(text, index) % N_DECISION_HASH] += 1
+            seed = token_seed.get(index)
+            if seed is not None:
+                vec[TOK0 + crc32(text, seed) % N_HASH] += 1
+            how = kinds.get(index)
             if how is None:
                 continue
             if how[0] == "tile" and isinstance(decision, list):
-                _add_split(vec, decision)
-                _add_axis(vec, decision, how[1])
+                _add_split(vec, decision, how[1])
             elif how[0] == "categorical" and isinstance(decision, int):
                 candidates, key = how[1], how[2]
                 value = candidates[decision] if 0 <= decision < len(candidates) else 0
@@ -252,11 +268,19 @@ class _MetaSchedulePlan:
         if depths:
             vec[COL["compute_at_depth_mean"]] = sum(depths) / len(depths)
             vec[COL["compute_at_depth_max"]] = max(depths)
-        for index, seed in self.tokens:
-            if index in chosen:
-                seed = zlib.crc32(orjson.dumps(chosen[index]), seed)
-            vec[TOK0 + seed % N_HASH] += 1
         return vec
+
+
+def _set_axis(vec, factors, axis: int) -> None:
+    """Only the by-axis columns of one split (Ansor: after all splits are known)."""
+    logs = [_LOG2.get(f) or _log2(f) for f in reversed(factors)]
+    if len(factors) >= 4:
+        axis_base, n_axes, n_levels = SPAX0, N_SP_AXES, N_SP_AXIS_LEVELS
+    else:
+        axis_base, n_axes, n_levels = RDAX0, N_RD_AXES, N_RD_AXIS_LEVELS
+    if 0 <= axis < n_axes:
+        for level in range(min(len(logs), n_levels)):
+            vec[axis_base + axis * n_levels + level] = logs[level]
 
 
 class ProgramFeaturizer:
@@ -269,9 +293,10 @@ class ProgramFeaturizer:
 
     def __init__(self, max_plans: int = 4096):
         self._plans: dict[bytes, _MetaSchedulePlan] = {}
+        self._postproc: dict[str, list] = {}
         self.max_plans = max_plans
 
-    def metaschedule(self, trace) -> np.ndarray:
+    def metaschedule(self, trace) -> list:
         insts, decisions = trace[0], trace[1]
         split = len(insts)
         for i, inst in enumerate(insts):
@@ -286,8 +311,8 @@ class ProgramFeaturizer:
             plan = self._plans[key] = _MetaSchedulePlan(insts[:split])
         return plan.features(decisions, insts[split:])
 
-    def ansor(self, steps) -> np.ndarray:
-        vec = np.zeros(len(COLUMNS), dtype=np.float64)
+    def ansor(self, steps) -> list:
+        vec = [0.0] * len(COLUMNS)
         depths = []
         n_tokens = 0
         splits: dict = {}  # stage -> factor lists in order, for the by-axis features
@@ -331,7 +356,7 @@ class ProgramFeaturizer:
             vec[COL["compute_at_depth_max"]] = max(depths)
         return vec
 
-    def metaschedule_text(self, text: str) -> np.ndarray:
+    def metaschedule_text(self, text: str) -> list:
         """Features of a trace given as JSON text; parses only what varies between programs
         of a sketch once that sketch has been seen (the text up to EnterPostproc is its key)."""
         pos = text.find('["EnterPostproc"')
@@ -345,10 +370,31 @@ class ProgramFeaturizer:
             if len(self._plans) >= self.max_plans:
                 self._plans.clear()
             plan = self._plans[key] = _MetaSchedulePlan(insts[:split])
-        postproc_insts, decisions = orjson.loads("[[" + text[pos:])
-        return plan.features(decisions, postproc_insts)
+        # The postprocessing instructions repeat across programs too: count them once per
+        # distinct text, and parse only the decisions (they start at ",[[<index>").
+        boundary = _DECISIONS.search(text, pos)
+        if boundary is None:
+            postproc_insts, decisions = orjson.loads("[[" + text[pos:])
+            return plan.features(decisions, postproc_insts)
+        end = boundary.start() + 1  # just after the last instruction
+        postproc_text = text[pos:end]
+        postproc = self._postproc.get(postproc_text)
+        if postproc is None:
+            if len(self._postproc) >= self.max_plans:
+                self._postproc.clear()
+            vec = [0.0] * len(COLUMNS)
+            _postproc_part(vec, orjson.loads("[" + postproc_text + "]"))
+            postproc = self._postproc[postproc_text] = [(i, v) for i, v in enumerate(vec) if v]
+        vec = plan.features(orjson.loads(text[end + 2:-1]))
+        for i, v in postproc:
+            if i == UNROLL:
+                vec[i] = max(vec[i], v)
+            else:
+                vec[i] += v
+        return vec
 
-    def from_text(self, source_format: str, text: str) -> np.ndarray:
+    def from_text(self, source_format: str, text: str) -> list:
+        """The feature values (a list, in :data:`COLUMNS` order) of one stored program."""
         if source_format == "metaschedule":
             return self.metaschedule_text(text)
         return self.ansor(orjson.loads(text))
