@@ -14,6 +14,7 @@ from .errors import GbxferError
 from .features import build
 from .metrics import ranking_report
 from .model import GBCostRanker, SavedModel
+from .model._attention import GroupGate
 from .splits import SplitSpec, paired_test_mask
 
 
@@ -37,10 +38,17 @@ def train(dataset: Dataset, config: dict, split: SplitSpec | None = None,
         raise GbxferError("nothing to train on: the training part is empty")
     fm = build(part, config["blocks"])
     params = {"random_state": seed, **config["params"]}
-    ranker = GBCostRanker(**params).fit(fm.X, fm.records["label"], groups=fm.records["group"],
+    r = fm.records
+    X, gate = fm.X, None
+    if config.get("attention"):
+        gate = GroupGate(**{"random_state": seed, **config["attention"]}).fit(
+            fm.X, r["label"].to_numpy(), r["group"].to_numpy(), r["hardware"].to_numpy(),
+            fm.columns)
+        X = gate.transform(fm.X, fm.columns)
+    ranker = GBCostRanker(**params).fit(X, r["label"], groups=r["group"],
                                         sample_weight=sample_weight)
     return SavedModel(ranker, fm.columns, sorted(part.hardware),
-                      split.to_dict() if split else None, fm.records["record_id"].tolist())
+                      split.to_dict() if split else None, r["record_id"].tolist(), gate=gate)
 
 
 def evaluation_part(model: SavedModel, dataset: Dataset) -> tuple[Dataset, np.ndarray]:

@@ -26,7 +26,7 @@ def load_model_config(path=None) -> dict:
         raise GbxferError(f"{path}: not valid YAML ({exc})") from None
     if not isinstance(doc, dict):
         raise GbxferError(f"{path}: a model config is a mapping with 'blocks' and 'params'")
-    unknown = sorted(set(doc) - {"blocks", "params", "transfer"})
+    unknown = sorted(set(doc) - {"blocks", "params", "transfer", "attention"})
     if unknown:
         raise GbxferError(f"{path}: unknown field {unknown[0]!r} (fields: blocks, params, "
                           "transfer)")
@@ -39,5 +39,10 @@ def load_model_config(path=None) -> dict:
     if bad:
         raise GbxferError(f"{path}: unknown parameter {bad[0]!r}; parameters: "
                           f"{', '.join(sorted(allowed))}")
+    attention = doc.get("attention") or {}
+    if not isinstance(attention, dict):
+        raise GbxferError(f"{path}: 'attention' must be a mapping of GroupGate parameters")
+    if attention and "hardware" not in blocks:
+        raise GbxferError(f"{path}: attention gating needs the 'hardware' block")
     return {"blocks": blocks, "params": params, "transfer": doc.get("transfer") or {},
-            "path": str(path)}
+            "attention": attention, "path": str(path)}

@@ -17,6 +17,7 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import GbxferError, SchemaVersionError
+from ._attention import GroupGate
 from ._ranker import GBCostRanker
 
 MODEL_SCHEMA_VERSION = 1
@@ -32,6 +33,7 @@ class SavedModel:
     split: dict | None = None
     train_record_ids: list = dataclasses.field(default_factory=list)
     extra: dict = dataclasses.field(default_factory=dict)
+    gate: object = None  # a GroupGate applied to the features before the booster
 
     @property
     def blocks(self) -> list[str]:
@@ -67,6 +69,7 @@ class SavedModel:
             "objective": self.ranker.objective_, "n_features": int(self.ranker.n_features_in_),
             "columns": list(self.columns), "hardware": list(self.hardware),
             "split": self.split, "train_record_ids": list(self.train_record_ids),
+            "gate": self.gate.to_dict() if self.gate is not None else None,
             "versions": {"gbxfer": __version__, "lightgbm": lightgbm.__version__,
                          "xgboost": xgboost.__version__, "scikit-learn": sklearn.__version__},
             **self.extra,
@@ -101,10 +104,15 @@ class SavedModel:
         ranker.objective_ = meta["objective"]
         ranker.n_features_in_ = meta["n_features"]
         known = {"format", "schema_version", "booster_file", "params", "objective",
-                 "n_features", "columns", "hardware", "split", "train_record_ids", "versions"}
+                 "n_features", "columns", "hardware", "split", "train_record_ids", "versions",
+                 "gate"}
+        gate = GroupGate.from_dict(meta["gate"]) if meta.get("gate") else None
         return cls(ranker, meta["columns"], meta["hardware"], meta["split"],
-                   meta["train_record_ids"], {k: v for k, v in meta.items() if k not in known})
+                   meta["train_record_ids"], {k: v for k, v in meta.items() if k not in known},
+                   gate)
 
     def predict(self, X, columns) -> np.ndarray:
         self.check_columns(columns)
+        if self.gate is not None:
+            X = self.gate.transform(X, columns)
         return self.ranker.predict(X)
