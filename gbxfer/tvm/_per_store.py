@@ -47,25 +47,34 @@ def load_workload(task_key: str, workload_text: str):
         return None
 
 
-def extract(mod, target, traces) -> np.ndarray:
-    """Per-store features of programs (trace JSON values) of one workload: (n, 492)."""
+def measure_candidates(mod, traces):
+    """``(rows, candidates)``: MetaSchedule candidates of the traces (JSON values) that apply
+    to ``mod``, and their positions in ``traces``."""
     from tvm.s_tir import meta_schedule as ms
     from tvm.s_tir.schedule import Schedule, Trace
 
-    context = ms.TuneContext(mod=mod, target=target, task_name="features", num_threads=1)
     args_info = ms.arg_info.ArgInfo.from_prim_func(mod["main"]) if "main" in [
         gv.name_hint for gv in mod.get_global_vars()] else []
-    extractor = ms.feature_extractor.PerStoreFeature(extract_workload=False)
-    out = np.full((len(traces), len(COLUMNS)), np.nan)
     candidates, rows = [], []
     for i, trace in enumerate(traces):
         sch = Schedule(mod, seed=1)
         try:
             Trace.apply_json_to_schedule(trace, sch)
-        except Exception:  # noqa: BLE001 - a trace that does not apply gets NaN
+        except Exception:  # noqa: BLE001 - a trace that does not apply is left out
             continue
         candidates.append(ms.MeasureCandidate(sch, args_info))
         rows.append(i)
+    return rows, candidates
+
+
+def extract(mod, target, traces) -> np.ndarray:
+    """Per-store features of programs (trace JSON values) of one workload: (n, 492)."""
+    from tvm.s_tir import meta_schedule as ms
+
+    context = ms.TuneContext(mod=mod, target=target, task_name="features", num_threads=1)
+    extractor = ms.feature_extractor.PerStoreFeature(extract_workload=False)
+    out = np.full((len(traces), len(COLUMNS)), np.nan)
+    rows, candidates = measure_candidates(mod, traces)
     if candidates:
         for i, features in zip(rows, extractor.extract_from(context, candidates)):
             out[i] = aggregate(features.numpy())
