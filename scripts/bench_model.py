@@ -1,0 +1,206 @@
+"""Cost models x splits, mean +- 95% CI over seeds, with the random baseline and group sizes.
+
+    python scripts/bench_model.py [--dataset bundled] [--seeds 5] [--quick]
+
+Models (same data, same splits, same seeds):
+  gbxfer            GBCostRanker, LightGBM lambdarank on program + workload + hardware features
+  gbxfer+per_store  the same plus TVM's per-store features (needs gbxfer[tvm])
+  tenset-xgb        TenSet-style XGBoost regression on per-store features (needs gbxfer[tvm])
+  tvm-xgbmodel      TVM's XGBModel through its update/predict API (needs gbxfer[tvm])
+  random            uniformly random scores (its exact expectation is shown as random_*)
+Splits: within-task and by-task on --dataset (test fraction 0.3); on ../shared/data when
+present: zero-shot RTX 3080 -> A100 and back (Ansor logs) and by-task within the A100
+ResNet-34 MetaSchedule database (gbxfer only: its IR does not load in TVM 0.27).
+Speed (default config): training on 100,000 records, and predicting 2,048 candidates.
+Results: scripts/results/bench_model.{json,csv,png}.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+from _results import RESULTS, print_table, write_results
+
+from gbxfer import Dataset, SplitSpec, ingest, load_dataset
+from gbxfer.features import build
+from gbxfer.metrics import ranking_report
+from gbxfer.model import GBCostRanker
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+BASE = ["program", "workload", "hardware"]
+
+
+def ci95(values):
+    values = np.asarray(values, dtype=float)
+    if len(values) < 2:
+        return float(values.mean()), 0.0
+    from scipy.stats import t
+
+    return float(values.mean()), float(t.ppf(0.975, len(values) - 1) * values.std(ddof=1)
+                                       / np.sqrt(len(values)))
+
+
+def per_store_frame(dataset):
+    try:
+        from gbxfer.tvm._per_store import per_store_features
+    except ImportError:
+        return None
+    return per_store_features(dataset, progress=False)
+
+
+def run_models(dataset, split, seed, models, per_store, n_estimators):
+    valid = dataset.filter(valid=True)
+    test = split.test_mask(valid)
+    if not test.any() or test.all():
+        return {}
+    out = {}
+    blocks_of = {"gbxfer": BASE, "gbxfer+per_store": BASE + ["per_store"],
+                 "tenset-xgb": ["per_store"]}
+    fm_all = build(valid, BASE + (["per_store"] if per_store is not None else []),
+                   per_store=per_store)
+    r = fm_all.records
+    for name in models:
+        start = time.perf_counter()
+        if name in blocks_of:
+            if "per_store" in blocks_of[name] and per_store is None:
+                continue
+            fm = fm_all.select_blocks(blocks_of[name])
+            params = ({"backend": "xgboost", "objective": "regression"}
+                      if name == "tenset-xgb" else {})
+            model = GBCostRanker(n_estimators=n_estimators, random_state=seed, **params).fit(
+                fm.X[~test], r["label"][~test], groups=r["group"][~test])
+            scores = model.predict(fm.X[test])
+        elif name == "tvm-xgbmodel":
+            try:
+                from gbxfer.tvm._baselines import XGBModelBaseline
+            except ImportError:
+                continue
+            baseline = XGBModelBaseline().fit(valid.select(~test))
+            scores = baseline.predict(valid.select(test))
+            if np.isnan(scores).all():
+                continue
+            scores = np.nan_to_num(scores, nan=-np.inf)
+        else:
+            scores = np.random.default_rng(seed).random(int(test.sum()))
+        rep = ranking_report(r["latency"][test], scores, r["group"][test],
+                             r["weight"][test])
+        rep["seconds"] = time.perf_counter() - start
+        out[name] = rep
+    return out
+
+
+def speed(dataset, shared_sources, seed):
+    """Training on 100,000 records (resampled with the seed) and predicting 2,048."""
+    parts = [dataset] + [ingest([s]) for s in shared_sources if s.exists()]
+    merged = Dataset.concat(parts).filter(valid=True)
+    rng = np.random.default_rng(seed)
+    rows = rng.choice(len(merged), size=100_000, replace=len(merged) < 100_000)
+    fm = build(merged.select(np.sort(rows)), BASE)
+    r = fm.records
+    start = time.perf_counter()
+    model = GBCostRanker(random_state=seed).fit(fm.X, r["label"], groups=r["group"])
+    train_s = time.perf_counter() - start
+    batch = fm.X[:2048]
+    model.predict(batch)
+    times = []
+    for _ in range(20):
+        start = time.perf_counter()
+        model.predict(batch)
+        times.append(time.perf_counter() - start)
+    return {"train_records": len(r), "distinct_source_records": len(merged),
+            "train_seconds": train_s, "predict_2048_ms": 1e3 * float(np.median(times))}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default="bundled")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--n-estimators", type=int, default=300)
+    parser.add_argument("--quick", action="store_true", help="2 seeds, no speed run")
+    args = parser.parse_args()
+    seeds = range(2 if args.quick else args.seeds)
+    dataset = load_dataset(args.dataset)
+    per_store = per_store_frame(dataset.filter(valid=True))
+    all_models = ["gbxfer", "gbxfer+per_store", "tenset-xgb", "tvm-xgbmodel", "random"]
+    experiments = [(f"{args.dataset}", dataset, lambda s: SplitSpec("within-task", 0.3, s),
+                    all_models, per_store),
+                   (f"{args.dataset}", dataset, lambda s: SplitSpec("by-task", 0.3, s),
+                    all_models, per_store)]
+    if (SHARED / "bennu-ansor").exists():
+        gpus = ingest([SHARED / "bennu-ansor" / "gpu_a100", SHARED / "bennu-ansor" / "gpu_rtx3080"])
+        for family in ("cuda-sm_80", "cuda-sm_86"):
+            experiments.append(("bennu-ansor GPUs", gpus,
+                                lambda s, f=family: SplitSpec("by-hardware", 0.3, s, f),
+                                ["gbxfer", "random"], None))
+        a100 = ingest([SHARED / "bennu-metaschedule-a100-resnet34"])
+        experiments.append(("bennu A100 ResNet-34", a100, lambda s: SplitSpec("by-task", 0.3, s),
+                            ["gbxfer", "random"], None))
+    rows = []
+    for name, ds, make_split, models, ps in experiments:
+        per_seed = [run_models(ds, make_split(seed), seed, models, ps, args.n_estimators)
+                    for seed in seeds]
+        split = make_split(0)
+        label = split.kind + (f":{split.family}" if split.family else "")
+        for model in models:
+            reps = [p[model] for p in per_seed if model in p]
+            if not reps:
+                continue
+            row = {"data": name, "split": label, "model": model, "seeds": len(reps)}
+            for metric in ("pca", "top1", "top5", "apeak5", "random_top1", "random_top5"):
+                mean, half = ci95([rep[metric] for rep in reps])
+                row[metric] = round(mean, 4)
+                row[f"{metric}_ci"] = round(half, 4)
+            row["n_groups"] = reps[0]["n_groups"]
+            row["group_size_median"] = reps[0]["group_size_median"]
+            row["n_test_records"] = int(np.mean([rep["n_records"] for rep in reps]))
+            row["seconds"] = round(float(np.mean([rep["seconds"] for rep in reps])), 2)
+            rows.append(row)
+            print_table([row], ["data", "split", "model", "pca", "pca_ci", "top1", "top1_ci",
+                                "top5", "random_top1", "n_groups"])
+    print()
+    print_table(rows, ["data", "split", "model", "seeds", "pca", "pca_ci", "top1", "top1_ci",
+                       "top5", "top5_ci", "apeak5", "random_top1", "random_top5", "n_groups",
+                       "group_size_median", "n_test_records"])
+    extra = {}
+    if not args.quick:
+        extra["speed"] = speed(dataset, [SHARED / "bennu-ansor",
+                                         SHARED / "bennu-metaschedule-a100-resnet34"], 0)
+        print("\nspeed:", extra["speed"])
+    plot(rows)
+    write_results("bench_model", rows, dataset=args.dataset, **extra)
+
+
+def plot(rows):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cases = list(dict.fromkeys((r["data"], r["split"]) for r in rows))
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for ax, metric in zip(axes, ("top1", "pca")):
+        width = 0.8 / len(models)
+        for k, model in enumerate(models):
+            xs, ys, es = [], [], []
+            for i, case in enumerate(cases):
+                match = [r for r in rows if (r["data"], r["split"]) == case and r["model"] == model]
+                if match:
+                    xs.append(i + k * width)
+                    ys.append(match[0][metric])
+                    es.append(match[0][f"{metric}_ci"])
+            ax.bar(xs, ys, width, yerr=es, label=model, capsize=2)
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(cases))])
+        ax.set_xticklabels([f"{d}\n{s}" for d, s in cases], fontsize=7)
+        ax.set_ylabel(metric)
+        ax.set_ylim(0, 1.05)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    RESULTS.mkdir(exist_ok=True)
+    fig.savefig(RESULTS / "bench_model.png", dpi=120)
+
+
+if __name__ == "__main__":
+    main()
