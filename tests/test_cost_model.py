@@ -1,0 +1,79 @@
+"""gbxfer inside MetaSchedule: GbxferCostModel in tune_tir, cold and pretrained; save/load."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+tvm = pytest.importorskip("tvm")
+pytestmark = pytest.mark.tvm
+
+
+@pytest.fixture(scope="module")
+def task():
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.target import codegen
+
+    from gbxfer.tvm._collect import DesignSpace
+    from gbxfer.tvm._workloads import task_module
+    from gbxfer.workloads import Task
+
+    mod = task_module(Task("dense", (("M", 16), ("N", 64), ("K", 32))))
+    target = tvm.target.Target({"kind": "llvm", "mcpu": codegen.llvm_get_system_cpu(),
+                                "num-cores": 1})
+    candidates = [ms.MeasureCandidate(c.schedule, ms.arg_info.ArgInfo.from_prim_func(
+        mod["main"])) for c in DesignSpace(mod, target, "t", 0).random(24)]
+    context = ms.TuneContext(mod=mod, target=target, num_threads=1)
+    return context, candidates
+
+
+def _results(candidates, seed=0):
+    from tvm.s_tir import meta_schedule as ms
+
+    rng = np.random.default_rng(seed)
+    return [ms.runner.RunnerResult(run_secs=[float(x)], error_msg=None)
+            for x in rng.uniform(1e-5, 1e-3, len(candidates))]
+
+
+def test_cold_start_is_random_then_learns(task):
+    from gbxfer.tvm import GbxferCostModel
+
+    context, candidates = task
+    model = GbxferCostModel(model=None, min_samples=16)
+    model.update(context, [], [])  # MetaSchedule calls it with empty lists
+    scores = model.predict(context, candidates)
+    assert scores.dtype == np.float64 and (scores >= 0).all()
+    model.update(context, candidates, _results(candidates))
+    assert model.current is not None  # boosted on the 24 measurements
+    learned = model.predict(context, candidates)
+    assert (learned >= 0).all() and len(np.unique(learned)) > 1
+
+
+def test_save_and_load_round_trip(task, tmp_path):
+    from gbxfer.tvm import GbxferCostModel
+
+    context, candidates = task
+    model = GbxferCostModel(model=None, min_samples=8)
+    model.update(context, candidates, _results(candidates))
+    model.save(str(tmp_path / "cm"))
+    again = GbxferCostModel(model=None)
+    again.load(str(tmp_path / "cm"))
+    assert np.allclose(again.predict(context, candidates), model.predict(context, candidates))
+    assert not list((tmp_path / "cm").rglob("*.pkl"))
+
+
+def test_tune_tir_with_gbxfer_cost_model(task, tmp_path):
+    from tvm.s_tir import meta_schedule as ms
+
+    from gbxfer.tvm import GbxferCostModel, local_builder
+
+    context, _ = task
+    model = GbxferCostModel(model=None, min_samples=8)
+    db = ms.tir_integration.tune_tir(
+        context.mod, context.target, str(tmp_path / "work"), max_trials_global=16,
+        num_trials_per_iter=8, builder=local_builder(),
+        runner=ms.runner.LocalRunner(evaluator_config=ms.runner.EvaluatorConfig(
+            number=1, repeat=1, min_repeat_ms=1)), cost_model=model, seed=1,
+        num_tuning_cores=1)
+    records = db.get_all_tuning_records()
+    assert len(records) == 16
+    assert len(model.costs) > 0  # update saw the measurements
