@@ -172,7 +172,10 @@ class GbxferCostModel(PyCostModel):
         best = {g: costs[groups == g].min() for g in np.unique(groups)}
         label = np.array([best[g] for g in groups]) / costs
         params = dict(self.base.ranker.get_params()) if self.base is not None else {}
-        params.update(n_estimators=self.update_trees, random_state=self.seed)
+        # leaves small enough for a session's few measurements
+        min_child = min(params.get("min_child_samples", 20), max(2, len(costs) // 10))
+        params.update(n_estimators=self.update_trees, random_state=self.seed,
+                      min_child_samples=min_child)
         init = self.base.ranker.booster_ if self.base is not None else None
         ranker = GBCostRanker(**params).fit(X, label, groups=groups, init_model=init)
         columns = self.base.columns if self.base is not None else self.columns()
