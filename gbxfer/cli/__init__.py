@@ -7,9 +7,9 @@ import sys
 
 from .._version import __version__
 from ..errors import GbxferError
-from . import _collect, _hardware, _info, _ingest, _model
+from . import _collect, _hardware, _info, _ingest, _model, _prune
 
-VERBS = (_ingest, _info, _collect, _hardware, _model)
+VERBS = (_ingest, _info, _collect, _hardware, _model, _prune)
 log = logging.getLogger("gbxfer")
 
 

@@ -1,0 +1,35 @@
+"""``gbxfer prune``: keep a covering fraction of a dataset."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from ..pruning import METHODS, prune
+from ._common import command_stamp, load_dataset_arg
+
+log = logging.getLogger("gbxfer")
+
+
+def add_parser(verbs, common):
+    p = verbs.add_parser(
+        "prune", parents=[common], help="keep a fraction of each task x hardware group",
+        description="Select a fraction of every task x hardware group's valid records: "
+                    "'coreset' keeps the fastest programs and then covers the group in feature "
+                    "space (k-center greedy); 'random' draws uniformly. Deterministic given "
+                    "--seed.")
+    p.add_argument("dataset", metavar="DATASET")
+    p.add_argument("--keep", type=float, required=True, metavar="FRACTION")
+    p.add_argument("--method", choices=METHODS, default="coreset")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True, type=Path, metavar="DATASET2")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    dataset = load_dataset_arg(args.dataset)
+    pruned = prune(dataset, args.keep, args.method, args.seed)
+    pruned.manifest.setdefault("commands", []).append(command_stamp())
+    pruned.save(args.out)
+    log.info("kept %d of %d records (%s, keep %.2f): %s", len(pruned), len(dataset),
+             args.method, args.keep, args.out)
+    return 0

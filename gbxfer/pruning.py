@@ -1,0 +1,77 @@
+"""Pruning training sets: keep a fraction of each task x hardware group, chosen to cover it.
+
+``coreset``: per group, the fastest programs first (a ``fast_share`` of the budget, so that the
+programs a ranker must put on top stay represented), then k-center greedy in the standardised
+program-feature space extended by log latency — each pick is the program farthest from those
+kept — so the kept set covers the group's schedules and its latency range. ``random``: a
+uniform draw per group. Both keep at least ``min_per_group`` programs of every group, are
+deterministic given the seed, and select among valid records only (failed measurements are not
+training data and are dropped).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .dataset import Dataset
+from .errors import GbxferError
+from .features import build
+
+METHODS = ("coreset", "random")
+
+
+def k_center_greedy(points: np.ndarray, k: int, start: list[int]) -> list[int]:
+    """Indices of ``k`` points: ``start`` first, then each time the point farthest from all
+    chosen ones (ties to the lowest index)."""
+    chosen = list(dict.fromkeys(start))[:k]
+    if not chosen:
+        chosen = [0]
+    distance = np.min(((points[:, None, :] - points[None, chosen, :]) ** 2).sum(-1), axis=1)
+    while len(chosen) < min(k, len(points)):
+        pick = int(np.argmax(distance))
+        chosen.append(pick)
+        distance = np.minimum(distance, ((points - points[pick]) ** 2).sum(-1))
+    return chosen
+
+
+def select(dataset: Dataset, keep: float, method: str = "coreset", seed: int = 0,
+           fast_share: float = 0.2, min_per_group: int = 2) -> np.ndarray:
+    """Positions (into ``dataset.records``) of the valid records to keep."""
+    if method not in METHODS:
+        raise GbxferError(f"unknown pruning method {method!r}; methods: {', '.join(METHODS)}")
+    if not 0.0 < keep <= 1.0:
+        raise GbxferError(f"--keep must be in (0, 1], got {keep}")
+    valid = np.flatnonzero(dataset.records["valid"].to_numpy())
+    if method == "coreset":
+        fm = build(dataset.select(valid), ["program"])
+        X = fm.X.astype(float)
+    rng = np.random.default_rng(seed)
+    records = dataset.records.iloc[valid]
+    kept = []
+    for _, rows in records.groupby(["task_key", "hardware"], sort=True).indices.items():
+        n = len(rows)
+        k = min(n, max(min_per_group, math.ceil(keep * n)))
+        if method == "random" or k == n:
+            chosen = rng.choice(n, size=k, replace=False) if k < n else np.arange(n)
+        else:
+            latency = records["latency"].to_numpy()[rows]
+            points = X[rows]
+            spread = points.std(0)
+            points = (points - points.mean(0)) / np.where(spread > 0, spread, 1.0)
+            log_lat = np.log(latency)
+            points = np.hstack([points, ((log_lat - log_lat.mean()) / (log_lat.std() or 1.0))
+                                [:, None] * math.sqrt(points.shape[1])])
+            fastest = list(np.argsort(latency, kind="stable")[:max(1, round(fast_share * k))])
+            chosen = np.array(k_center_greedy(points, k, fastest))
+        kept.append(valid[rows[chosen]])
+    return np.sort(np.concatenate(kept)) if kept else np.array([], dtype=int)
+
+
+def prune(dataset: Dataset, keep: float, method: str = "coreset", seed: int = 0,
+          **kwargs) -> Dataset:
+    """A dataset with only the selected records (see :func:`select`)."""
+    pruned = dataset.select(select(dataset, keep, method, seed, **kwargs))
+    pruned.manifest = {**dataset.manifest, "pruned": {"keep": keep, "method": method,
+                                                      "seed": seed, "from_records": len(dataset)}}
+    return pruned

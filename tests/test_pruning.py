@@ -1,0 +1,57 @@
+"""Pruning keeps a covering, deterministic fraction of each group, fastest programs included."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gbxfer import GbxferError
+from gbxfer.cli import main
+from gbxfer.pruning import k_center_greedy, prune, select
+
+
+def test_k_center_greedy_picks_the_farthest_point_each_time():
+    points = np.array([[0.0], [1.0], [10.0], [4.0]])
+    assert k_center_greedy(points, 3, [0]) == [0, 2, 3]
+
+
+@pytest.mark.parametrize("method", ["coreset", "random"])
+def test_keeps_the_fraction_of_every_group_deterministically(ansor_a100_dataset, method):
+    ds = ansor_a100_dataset
+    kept = prune(ds, 0.25, method, seed=4)
+    valid = ds.filter(valid=True)
+    for (task, hw), g in valid.groups():
+        n_kept = ((kept.records["task_key"] == task) & (kept.records["hardware"] == hw)).sum()
+        assert n_kept == max(2, int(np.ceil(0.25 * len(g))))
+    again = prune(ds, 0.25, method, seed=4)
+    assert list(again.records["record_id"]) == list(kept.records["record_id"])
+    assert kept.records["valid"].all()
+
+
+def test_coreset_keeps_the_fastest_programs(ansor_a100_dataset):
+    ds = ansor_a100_dataset
+    kept = set(prune(ds, 0.2, "coreset").records["record_id"])
+    for _, g in ds.filter(valid=True).groups():
+        assert g.loc[g["latency"].idxmin(), "record_id"] in kept
+
+
+def test_other_seed_other_random_selection(ansor_a100_dataset):
+    a = select(ansor_a100_dataset, 0.3, "random", seed=1)
+    b = select(ansor_a100_dataset, 0.3, "random", seed=2)
+    assert not np.array_equal(a, b)
+
+
+def test_bad_arguments(ansor_a100_dataset):
+    with pytest.raises(GbxferError, match="unknown pruning method"):
+        prune(ansor_a100_dataset, 0.5, "vibes")
+    with pytest.raises(GbxferError, match="--keep"):
+        prune(ansor_a100_dataset, 1.5)
+
+
+def test_cli_prune(ansor_a100_dataset, tmp_path, capsys):
+    ansor_a100_dataset.save(tmp_path / "ds")
+    assert main(["prune", str(tmp_path / "ds"), "--keep", "0.5", "--out",
+                 str(tmp_path / "small"), "-q"]) == 0
+    assert main(["info", str(tmp_path / "small"), "--json"]) == 0
+    import json
+    info = json.loads(capsys.readouterr().out)
+    assert info["n_records"] < len(ansor_a100_dataset) * 0.55
