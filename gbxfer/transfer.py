@@ -1,0 +1,125 @@
+"""Few-shot transfer of a cost model to unseen hardware.
+
+From a model trained on source hardware and K measured programs per task on the target
+(``draw_shots``), ``transfer`` continues boosting from the source booster on the source
+records plus the shots: source records are weighted by how similar their hardware is to the
+target (an RBF kernel over standardised hardware descriptors, with a temperature), the shots
+by ``target_weight``. Labels of the shots are computed among the shots only (the rest of the
+target is unknown to the transfer).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from .dataset import Dataset
+from .errors import GbxferError
+from .features import build
+from .model import GBCostRanker, SavedModel
+from .splits import SplitSpec, key_uniform
+
+
+@dataclasses.dataclass
+class TransferConfig:
+    """Hyper-parameters of :func:`transfer` (an Optuna study tunes them)."""
+
+    target_weight: float = 5.0  # weight of a shot relative to a source record of weight 1
+    temperature: float = 1.0  # RBF temperature of source-hardware similarity; 0 = no reweighting
+    extra_rounds: int = 60  # trees added on source + shots
+    learning_rate: float = 0.05
+    source_fraction: float = 1.0  # share of the source records used (seeded draw)
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> "TransferConfig":
+        d = d or {}
+        unknown = sorted(set(d) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise GbxferError(f"unknown transfer setting {unknown[0]!r}; settings: "
+                              f"{', '.join(f.name for f in dataclasses.fields(cls))}")
+        return cls(**d)
+
+
+def draw_shots(target: Dataset, shots, seed: int = 0,
+               holdout: SplitSpec | None = None) -> np.ndarray:
+    """Positions of the shot records in ``target.records`` (valid ones only).
+
+    ``shots`` int K: K programs of every task x hardware group; float F: that fraction of the
+    valid target records. Drawn only from the training part when ``holdout`` fixes a test part,
+    so that every arm and every K meets the same test programs. Deterministic given the seed.
+    """
+    r = target.records
+    pool = r["valid"].to_numpy().copy()
+    if holdout is not None:
+        pool &= ~holdout.test_mask(target)
+    order = key_uniform(r["program_id"].to_numpy(), seed + 7_777)  # a seeded shuffle
+    chosen = []
+    if isinstance(shots, float) and not float(shots).is_integer() or (
+            isinstance(shots, float) and shots < 1):
+        n = math.ceil(shots * pool.sum())
+        candidates = np.flatnonzero(pool)
+        chosen = candidates[np.argsort(order[candidates], kind="stable")[:n]]
+        return np.sort(chosen)
+    k = int(shots)
+    for _, rows in r[pool].groupby(["task_key", "hardware"]).indices.items():
+        positions = np.flatnonzero(pool)[rows]
+        chosen.append(positions[np.argsort(order[positions], kind="stable")[:k]])
+    return np.sort(np.concatenate(chosen)) if chosen else np.array([], dtype=int)
+
+
+def hardware_similarity(source_hw: np.ndarray, target_hw: np.ndarray,
+                        temperature: float) -> np.ndarray:
+    """RBF similarity in (0, 1] of each source descriptor row to the target descriptor, over
+    fields standardised across all of them (unknown fields ignored)."""
+    H = np.vstack([source_hw, target_hw[None, :]]).astype(float)
+    mean = np.nanmean(H, 0)
+    spread = np.nanstd(H, 0)
+    Z = np.nan_to_num((H - mean) / np.where(spread > 0, spread, 1.0))
+    distance = ((Z[:-1] - Z[-1]) ** 2).mean(1)
+    return np.exp(-distance / temperature)
+
+
+def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions,
+             config: TransferConfig = TransferConfig(), seed: int = 0,
+             holdout: SplitSpec | None = None) -> SavedModel:
+    """A new model: ``model`` boosted on weighted source records and the target shots."""
+    shots = target.select(shot_positions)
+    if len(shots) == 0:
+        raise GbxferError("no shots: the target has no valid records to draw from")
+    source = source.filter(hardware=model.hardware, valid=True)
+    if config.source_fraction < 1.0:
+        keep = key_uniform(source.records["record_id"].to_numpy(), seed) < config.source_fraction
+        source = source.select(keep)
+    fm_src = build(source, model.blocks)
+    fm_tgt = build(shots, model.blocks)
+    model.check_columns(fm_tgt.columns)
+    weights_src = np.ones(len(fm_src.records))
+    if config.temperature > 0 and "hardware" in model.blocks and len(fm_src.records):
+        hw_cols = [i for i, c in enumerate(fm_src.columns) if c.startswith("hardware.")]
+        target_hw = fm_tgt.X[0, hw_cols]
+        profiles = fm_src.records["hardware"].to_numpy()
+        names = sorted(set(profiles))
+        descriptors = np.stack([fm_src.X[np.flatnonzero(profiles == n)[0], hw_cols]
+                                for n in names])
+        similarity = dict(zip(names, hardware_similarity(descriptors, target_hw,
+                                                         config.temperature)))
+        weights_src = np.array([similarity[p] for p in profiles])
+        weights_src *= len(weights_src) / weights_src.sum()
+    X = np.vstack([fm_src.X, fm_tgt.X])
+    y = np.concatenate([fm_src.records["label"], fm_tgt.records["label"]])
+    groups = np.concatenate([fm_src.records["group"], fm_tgt.records["group"]])
+    weights = np.concatenate([weights_src, np.full(len(fm_tgt.records), config.target_weight)])
+    X_fit = model.gate.transform(X, model.columns) if model.gate is not None else X
+    params = dict(model.ranker.get_params())
+    params.update(n_estimators=config.extra_rounds, learning_rate=config.learning_rate,
+                  random_state=seed)
+    ranker = GBCostRanker(**params).fit(X_fit, y, groups=groups, sample_weight=weights,
+                                        init_model=model.ranker.booster_)
+    ids = list(model.train_record_ids) + shots.records["record_id"].tolist()
+    return SavedModel(ranker, model.columns, sorted(set(model.hardware) | set(shots.hardware)),
+                      holdout.to_dict() if holdout else None, ids,
+                      {"transfer": {**dataclasses.asdict(config), "seed": seed,
+                                    "n_shots": len(shots),
+                                    "shot_record_ids": shots.records["record_id"].tolist(),
+                                    "source_split": model.split}}, model.gate)

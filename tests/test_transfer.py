@@ -1,0 +1,75 @@
+"""Few-shot transfer: shots come from the training part only; evaluation skips them."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from gbxfer import SplitSpec, ingest
+from gbxfer.cli import main
+from gbxfer.training import evaluate, train
+from gbxfer.transfer import TransferConfig, draw_shots, hardware_similarity, transfer
+
+CONFIG = {"blocks": ["program", "workload", "hardware"], "params": {"n_estimators": 30}}
+
+
+@pytest.fixture(scope="module")
+def gpus(ansor_dir):
+    return ingest([ansor_dir / "gpu_a100", ansor_dir / "gpu_rtx3080"])
+
+
+def test_k_shots_per_group_from_the_training_part_only(gpus):
+    target = gpus.filter(hardware="cuda-sm_86")
+    holdout = SplitSpec("within-task", 0.5, 1)
+    shots = draw_shots(target, 4, seed=3, holdout=holdout)
+    chosen = target.records.iloc[shots]
+    train_part = target.records[~holdout.test_mask(target) & target.records["valid"]]
+    available = train_part.groupby("task_key").size()
+    assert (chosen.groupby("task_key").size() == available.clip(upper=4)).all()
+    assert not holdout.test_mask(target)[shots].any()
+    assert np.array_equal(shots, draw_shots(target, 4, seed=3, holdout=holdout))
+
+
+def test_fraction_of_shots(gpus):
+    target = gpus.filter(hardware="cuda-sm_86")
+    shots = draw_shots(target, 0.1, seed=0)
+    assert len(shots) == int(np.ceil(0.1 * target.records["valid"].sum()))
+
+
+def test_similarity_is_one_for_identical_hardware():
+    h = np.array([[1.0, 2.0], [5.0, 2.0]])
+    s = hardware_similarity(h, np.array([1.0, 2.0]), 1.0)
+    assert s[0] == pytest.approx(1.0) and s[1] < 1
+
+
+def test_transferred_model_is_evaluated_without_its_shots(gpus):
+    source = train(gpus, CONFIG, SplitSpec.parse("by-hardware:cuda-sm_86"))
+    target = gpus.filter(hardware="cuda-sm_86")
+    holdout = SplitSpec("within-task", 0.5, 0)
+    shots = draw_shots(target, 8, 0, holdout)
+    adapted = transfer(source, gpus, target, shots, TransferConfig(extra_rounds=10), 0, holdout)
+    shot_ids = set(target.records["record_id"].iloc[shots])
+    assert shot_ids <= set(adapted.train_record_ids)
+    report = evaluate(adapted, gpus)
+    assert report["n_records"] <= (holdout.test_mask(target) & target.records["valid"]).sum()
+    assert 0 <= report["top1"] <= 1
+
+
+def test_unknown_transfer_setting_is_an_error():
+    from gbxfer import GbxferError
+    with pytest.raises(GbxferError, match="target_weight"):
+        TransferConfig.from_dict({"target_wieght": 3})
+
+
+def test_cli_transfer(gpus, tmp_path, capsys):
+    gpus.save(tmp_path / "ds")
+    assert main(["train", str(tmp_path / "ds"), "--holdout", "by-hardware:cuda-sm_86",
+                 "--out", str(tmp_path / "src"), "-q"]) == 0
+    assert main(["transfer", str(tmp_path / "src"), "--target-data", str(tmp_path / "ds"),
+                 "--shots", "4", "--holdout", "within-task", "--out", str(tmp_path / "t"),
+                 "-q"]) == 0
+    assert main(["evaluate", str(tmp_path / "t"), str(tmp_path / "ds"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert set(report["by_hardware"]) <= {"cuda-sm_86", "cuda-sm_80"}
+    assert report["split"]["kind"] == "within-task"
