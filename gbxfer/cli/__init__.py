@@ -7,9 +7,9 @@ import sys
 
 from .._version import __version__
 from ..errors import GbxferError
-from . import _collect, _hardware, _info, _ingest, _model, _prune, _transfer
+from . import _collect, _hardware, _info, _ingest, _model, _prune, _study, _transfer
 
-VERBS = (_ingest, _info, _collect, _hardware, _model, _transfer, _prune)
+VERBS = (_ingest, _info, _collect, _hardware, _model, _transfer, _prune, _study)
 log = logging.getLogger("gbxfer")
 
 

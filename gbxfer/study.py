@@ -1,0 +1,111 @@
+"""Optuna studies over model or transfer hyper-parameters, scored by the evaluation harness.
+
+The objective never sees evaluation data: a model study cross-validates by task inside the
+training part of the split it is given; a transfer study cross-validates inside the shots.
+Studies live in any Optuna storage (a SQLite file by default, ``postgresql://...`` for many
+workers); rerunning with the same name continues the study up to ``n_trials`` finished trials.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+import numpy as np
+import optuna
+
+from .dataset import Dataset
+from .errors import GbxferError
+from .splits import SplitSpec
+from .training import evaluate, train, training_part
+from .transfer import TransferConfig, transfer
+
+log = logging.getLogger("gbxfer")
+
+
+def model_space(trial: optuna.Trial) -> dict:
+    return {"n_estimators": trial.suggest_int("n_estimators", 100, 600, step=50),
+            "learning_rate": trial.suggest_float("learning_rate", 0.02, 0.3, log=True),
+            "num_leaves": trial.suggest_int("num_leaves", 15, 127, log=True),
+            "min_child_samples": trial.suggest_int("min_child_samples", 5, 60, log=True),
+            "colsample_bytree": trial.suggest_float("colsample_bytree", 0.4, 1.0),
+            "reg_lambda": trial.suggest_float("reg_lambda", 1e-3, 10.0, log=True)}
+
+
+def transfer_space(trial: optuna.Trial) -> dict:
+    return {"target_weight": trial.suggest_float("target_weight", 1.0, 100.0, log=True),
+            "temperature": trial.suggest_float("temperature", 0.05, 10.0, log=True),
+            "extra_rounds": trial.suggest_int("extra_rounds", 10, 200, log=True),
+            "learning_rate": trial.suggest_float("learning_rate", 0.01, 0.3, log=True),
+            "source_fraction": trial.suggest_float("source_fraction", 0.1, 1.0)}
+
+
+def _run(study: optuna.Study, objective, n_trials: int) -> optuna.Study:
+    done = len([t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE])
+    if n_trials > done:
+        study.optimize(objective, n_trials=n_trials - done)
+    return study
+
+
+def open_study(name: str, storage: str, seed: int) -> optuna.Study:
+    return optuna.create_study(study_name=name, storage=storage, direction="maximize",
+                               load_if_exists=True, sampler=optuna.samplers.TPESampler(seed=seed))
+
+
+def study_model(dataset: Dataset, config: dict, n_trials: int, name: str, storage: str,
+                split: SplitSpec | None = None, folds: int = 3, seed: int = 0,
+                metric: str = "top1") -> optuna.Study:
+    """Tune the estimator's parameters by ``folds``-fold by-task CV inside the training part."""
+    part = training_part(dataset, split)
+
+    def objective(trial):
+        params = {**config["params"], **model_space(trial)}
+        scores, reports = [], []
+        for fold in range(folds):
+            inner = SplitSpec("by-task", 1.0 / folds, seed * 100 + fold)
+            test = inner.test_mask(part)
+            if not test.any() or test.all():  # a hashed task split can come out empty
+                continue
+            model = train(part, {**config, "params": params}, inner, seed=seed)
+            report = evaluate(model, part)
+            scores.append(report[metric])
+            reports.append(report)
+        if not reports:
+            raise GbxferError("no cross-validation fold has both train and test tasks: the "
+                              "training part has too few tasks for a model study")
+        for key in ("pca", "top1", "top5"):
+            trial.set_user_attr(key, float(np.mean([r[key] for r in reports])))
+        return float(np.mean(scores))
+
+    return _run(open_study(name, storage, seed), objective, n_trials)
+
+
+def study_transfer(model, source: Dataset, target: Dataset, shots, n_trials: int, name: str,
+                   storage: str, seed: int = 0, metric: str = "top1") -> optuna.Study:
+    """Tune :class:`TransferConfig` by 2-fold CV inside the shots (split by program)."""
+    shot_records = target.records.iloc[shots]
+    fold_of = (np.arange(len(shots)) % 2)[np.argsort(np.argsort(shot_records["program_id"]))]
+
+    def objective(trial):
+        config = TransferConfig(**transfer_space(trial))
+        reports = []
+        for fold in (0, 1):
+            fit = shots[fold_of != fold]
+            held = target.select(shots[fold_of == fold])
+            if len(fit) == 0 or len(held) == 0:
+                raise GbxferError("too few shots to cross-validate a transfer study")
+            adapted = transfer(model, source, target, fit, config, seed)
+            reports.append(evaluate(adapted, held))
+        for key in ("pca", "top1", "top5"):
+            trial.set_user_attr(key, float(np.mean([r[key] for r in reports])))
+        return float(np.mean([r[metric] for r in reports]))
+
+    return _run(open_study(name, storage, seed), objective, n_trials)
+
+
+def best_config(study: optuna.Study, kind: str, base: dict) -> dict:
+    """The config YAML content with the best trial's parameters."""
+    best = dict(study.best_params)
+    if kind == "model":
+        return {"blocks": base["blocks"], "params": {**base["params"], **best}}
+    return {"blocks": base["blocks"], "params": base["params"],
+            "transfer": dataclasses.asdict(TransferConfig(**best))}

@@ -1,0 +1,46 @@
+"""Optuna studies: resumable, several workers, best parameters exported as a usable config."""
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from gbxfer import ingest
+from gbxfer.cli import main
+
+
+@pytest.fixture(scope="module")
+def gpus_path(ansor_dir, tmp_path_factory):
+    path = tmp_path_factory.mktemp("g") / "ds"
+    ingest([ansor_dir / "gpu_a100", ansor_dir / "gpu_rtx3080"]).save(path)
+    return path
+
+
+def test_model_study_continues_and_exports(gpus_path, tmp_path):
+    import optuna
+
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    common = ["study", "model", str(gpus_path), "--storage", storage, "--study-name", "m",
+              "--holdout", "by-task", "--test-fraction", "0.3", "-q"]
+    assert main([*common, "--trials", "1"]) == 0
+    assert main([*common, "--trials", "2", "--export", str(tmp_path / "best.yaml")]) == 0
+    study = optuna.load_study(study_name="m", storage=storage)
+    assert len(study.trials) == 2  # the second run continued the first
+    assert {"pca", "top1", "top5"} <= set(study.trials[0].user_attrs)
+    config = yaml.safe_load((tmp_path / "best.yaml").read_text())
+    assert set(config["params"]) >= {"num_leaves", "learning_rate"}
+    assert main(["train", str(gpus_path), "--config", str(tmp_path / "best.yaml"), "--out",
+                 str(tmp_path / "m"), "-q"]) == 0
+
+
+def test_transfer_study_exports_a_transfer_section(gpus_path, tmp_path):
+    assert main(["train", str(gpus_path), "--holdout", "by-hardware:cuda-sm_86", "--out",
+                 str(tmp_path / "src"), "-q"]) == 0
+    assert main(["study", "transfer", str(gpus_path), "--model", str(tmp_path / "src"),
+                 "--shots", "6", "--holdout", "within-task", "--test-fraction", "0.5",
+                 "--trials", "2", "--storage", f"sqlite:///{tmp_path / 't.db'}",
+                 "--export", str(tmp_path / "t.yaml"), "-q"]) == 0
+    config = yaml.safe_load((tmp_path / "t.yaml").read_text())
+    assert set(config["transfer"]) >= {"target_weight", "temperature", "extra_rounds"}
+    assert main(["transfer", str(tmp_path / "src"), "--target-data", str(gpus_path),
+                 "--shots", "6", "--holdout", "within-task", "--config", str(tmp_path / "t.yaml"),
+                 "--out", str(tmp_path / "t"), "-q"]) == 0
