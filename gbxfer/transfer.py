@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 
 import numpy as np
 
@@ -73,8 +74,10 @@ def hardware_similarity(source_hw: np.ndarray, target_hw: np.ndarray,
     """RBF similarity in (0, 1] of each source descriptor row to the target descriptor, over
     fields standardised across all of them (unknown fields ignored)."""
     H = np.vstack([source_hw, target_hw[None, :]]).astype(float)
-    mean = np.nanmean(H, 0)
-    spread = np.nanstd(H, 0)
+    with warnings.catch_warnings():  # a field unknown everywhere has no mean: it is ignored
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = np.nanmean(H, 0)
+        spread = np.nanstd(H, 0)
     Z = np.nan_to_num((H - mean) / np.where(spread > 0, spread, 1.0))
     distance = ((Z[:-1] - Z[-1]) ** 2).mean(1)
     return np.exp(-distance / temperature)

@@ -19,6 +19,8 @@ use:
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 
@@ -64,9 +66,10 @@ class HardwareAttention:
             raise ValueError("H and T need one row per hardware profile")
         if not np.allclose(T.sum(1), 1) or (T < 0).any():
             raise ValueError("each row of T must be a distribution (non-negative, sums to 1)")
-        self.mean_ = np.nanmean(np.where(np.isfinite(H), H, np.nan), axis=0)
-        self.mean_ = np.nan_to_num(self.mean_)
-        spread = np.nanstd(np.where(np.isfinite(H), H, np.nan), axis=0)
+        with warnings.catch_warnings():  # a field unknown everywhere: mean 0, scale 1
+            warnings.simplefilter("ignore", RuntimeWarning)
+            self.mean_ = np.nan_to_num(np.nanmean(np.where(np.isfinite(H), H, np.nan), axis=0))
+            spread = np.nanstd(np.where(np.isfinite(H), H, np.nan), axis=0)
         self.scale_ = np.where(np.nan_to_num(spread) > 0, np.nan_to_num(spread), 1.0)
         Z = self._standardise(H)
         rng = np.random.default_rng(self.random_state)
