@@ -9,8 +9,8 @@ A profile file (``configs/hardware/NAME.yaml``)::
     threads: 1                    # TVM_NUM_THREADS of the measuring worker
     descriptor: {vector_bits: 256, fma: 1, ...}
 
-Profiles are looked up by path, then by name in ``./configs/hardware`` and in the configs folder
-next to the gbxfer package (a source checkout).
+Profiles are looked up by path, then by name in ``./configs/hardware``, in the configs installed
+with gbxfer (``gbxfer/configs``) and in a source checkout's ``configs/``.
 """
 from __future__ import annotations
 
@@ -21,7 +21,9 @@ import yaml
 
 from .errors import GbxferError
 
-PACKAGE_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+# configs/ of a source checkout, or the copy installed as gbxfer/configs
+PACKAGE_CONFIGS = [Path(__file__).resolve().parent / "configs",
+                   Path(__file__).resolve().parents[1] / "configs"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,7 +39,7 @@ class HardwareProfile:
 
 def config_dirs(kind: str) -> list[Path]:
     """Folders searched for ``configs/<kind>/`` files, in order."""
-    dirs = [Path.cwd() / "configs" / kind, PACKAGE_CONFIGS / kind]
+    dirs = [Path.cwd() / "configs" / kind, *(base / kind for base in PACKAGE_CONFIGS)]
     return list(dict.fromkeys(d for d in dirs if d.is_dir()))
 
 
