@@ -84,7 +84,7 @@ def _add_line(path, number, value, identities, hardware, builder) -> None:
     if hardware is not None:
         name, family = hardware[0], hardware[1] or family
 
-    if workload_key not in builder._tasks:
+    if not builder.has_task(workload_key):
         builder.add_task(workload_key, source_format="ansor", workload_format="ansor-key",
                          workload=workload_key, **describe_workload_key(workload_key))
     text = canonical_json(steps)

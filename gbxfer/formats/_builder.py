@@ -46,6 +46,9 @@ class RecordBuilder:
         except InputError as error:
             self.guard(error)
 
+    def has_task(self, task_key: str) -> bool:
+        return task_key in self._tasks
+
     def add_task(self, task_key: str, **fields) -> None:
         """Describe a task once; later descriptions of the same key are ignored."""
         if task_key not in self._tasks:

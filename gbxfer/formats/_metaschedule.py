@@ -131,7 +131,7 @@ def _add_record(path, number, value, workloads, identities, hardware, builder) -
 
     shash, workload_text = workloads[index]
     raw = canonical_json(trace)
-    if shash not in builder._tasks:
+    if not builder.has_task(shash):
         builder.add_task(shash, **describe_task(trace, args_info), source_format="metaschedule",
                          workload_format="tvm-json", workload=workload_text)
     builder.add(task_key=shash, canonical=canonical_trace_text(raw), raw=raw,

@@ -227,7 +227,8 @@ class Collector:
                   disable=None if progress else True) as bar:
             for task in plan.suite.tasks:
                 self._collect_task(task, bar)
-                dataset = self.write_dataset()
+                self.write_dataset()  # after every task, so that an interruption loses little
+        dataset = self.write_dataset()
         elapsed = time.time() - start
         log.info("collect: %d measured (%d failed, %d timeouts), %d already done, in %.0f s",
                  self.stats["measured"], self.stats["failed"], self.stats["timeouts"],
