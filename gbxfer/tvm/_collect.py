@@ -225,10 +225,12 @@ class Collector:
         start = time.time()
         with tqdm(total=total, unit=" prog", desc="collect",
                   disable=None if progress else True) as bar:
+            dataset = None
             for task in plan.suite.tasks:
                 self._collect_task(task, bar)
-                self.write_dataset()  # after every task, so that an interruption loses little
-        dataset = self.write_dataset()
+                dataset = self.write_dataset()  # after every task: an interruption loses little
+        if dataset is None:
+            dataset = self.write_dataset()
         elapsed = time.time() - start
         log.info("collect: %d measured (%d failed, %d timeouts), %d already done, in %.0f s",
                  self.stats["measured"], self.stats["failed"], self.stats["timeouts"],
