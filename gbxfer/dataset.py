@@ -76,15 +76,20 @@ class Dataset:
         One row per task, columns ``TASK_COLUMNS``.
     manifest : dict, optional
         Provenance carried along (sources, skipped lines, commands).
+    per_store : pandas.DataFrame, optional
+        Precomputed TVM per-store features, one row per program id (index ``program_id``),
+        float32 columns (``gbxfer features DATASET --per-store`` computes them); the feature
+        matrix reads its ``per_store`` block from here.
     """
 
     def __init__(self, records: pd.DataFrame | None = None, tasks: pd.DataFrame | None = None,
-                 manifest: dict | None = None):
+                 manifest: dict | None = None, per_store: pd.DataFrame | None = None):
         self.records = (_empty(RECORD_SCHEMA) if records is None
                         else records.reset_index(drop=True)[RECORD_COLUMNS])
         self.tasks = (_empty(TASK_SCHEMA) if tasks is None
                       else tasks.reset_index(drop=True)[TASK_COLUMNS])
         self.manifest = dict(manifest or {})
+        self.per_store = per_store
 
     def __len__(self) -> int:
         return len(self.records)
@@ -116,7 +121,8 @@ class Dataset:
         files = manifest["files"]
         records = pq.read_table(path / files["records"], schema=RECORD_SCHEMA).to_pandas()
         tasks = pq.read_table(path / files["tasks"], schema=TASK_SCHEMA).to_pandas()
-        return cls(records, tasks, manifest)
+        per_store = pd.read_parquet(path / files["per_store"]) if "per_store" in files else None
+        return cls(records, tasks, manifest, per_store)
 
     def save(self, path) -> Path:
         """Write the dataset to folder ``path`` atomically (see the module docstring)."""
@@ -131,6 +137,10 @@ class Dataset:
         files = {"records": f"records-{token}.parquet", "tasks": f"tasks-{token}.parquet"}
         _write_parquet(self.records, RECORD_SCHEMA, path / files["records"])
         _write_parquet(self.tasks, TASK_SCHEMA, path / files["tasks"])
+        if self.per_store is not None:
+            files["per_store"] = f"per_store-{token}.parquet"
+            self.per_store.astype(np.float32).to_parquet(path / files["per_store"])
+            _fsync(path / files["per_store"])
         manifest = {**self.manifest, "format": FORMAT_NAME, "schema_version": SCHEMA_VERSION,
                     "gbxfer_version": __version__, "files": files,
                     "saved": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -164,7 +174,7 @@ class Dataset:
         records = self.records.iloc[np.flatnonzero(mask) if np.asarray(mask).dtype == bool
                                     else np.asarray(mask)]
         tasks = self.tasks[self.tasks["task_key"].isin(records["task_key"].unique())]
-        return Dataset(records, tasks, self.manifest)
+        return Dataset(records, tasks, self.manifest, self.per_store)
 
     def groups(self):
         """Iterate ``((task_key, hardware), records)`` over task x hardware groups, sorted."""
@@ -186,8 +196,13 @@ class Dataset:
         manifest = {"sources": [s for d in datasets for s in d.manifest.get("sources", [])],
                     "skipped": _sum_counts(d.manifest.get("skipped", {}) for d in datasets),
                     "commands": [c for d in datasets for c in d.manifest.get("commands", [])]}
+        tables = [d.per_store for d in datasets if d.per_store is not None]
+        per_store = None
+        if tables:
+            per_store = pd.concat(tables)
+            per_store = per_store[~per_store.index.duplicated(keep="first")]
         return cls(merge_duplicate_records(records),
-                   tasks.drop_duplicates("task_key", keep="first"), manifest)
+                   tasks.drop_duplicates("task_key", keep="first"), manifest, per_store)
 
     # ---------------------------------------------------------------- summaries
     def summary(self) -> dict:

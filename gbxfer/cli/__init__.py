@@ -8,9 +8,10 @@ import sys
 
 from .._version import __version__
 from ..errors import GbxferError
-from . import _collect, _hardware, _info, _ingest, _model, _prune, _study, _transfer
+from . import (_collect, _features, _hardware, _info, _ingest, _model, _prune, _study,
+               _transfer)
 
-VERBS = (_ingest, _info, _collect, _hardware, _model, _transfer, _prune, _study)
+VERBS = (_ingest, _info, _collect, _hardware, _features, _model, _transfer, _prune, _study)
 log = logging.getLogger("gbxfer")
 
 

@@ -9,11 +9,14 @@ import sys
 from pathlib import Path
 
 from .._version import __version__
-from ..dataset import Dataset, load_dataset
+from ..dataset import BUNDLED, Dataset, load_dataset
 
 
 def existing_path(text: str) -> Path:
+    """A file or folder that exists; ``bundled`` names the bundled dataset's folder."""
     path = Path(text)
+    if text == "bundled" and not path.exists():
+        return BUNDLED
     if not path.exists():
         raise argparse.ArgumentTypeError(f"{text}: no such file or folder")
     return path

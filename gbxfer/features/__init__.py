@@ -10,9 +10,10 @@ Blocks:
 - ``program``: schedule-primitive features (:mod:`gbxfer.features._program`), no TVM needed;
 - ``workload``: operator kind, shapes, FLOPs, bytes (:mod:`gbxfer.features._workload`);
 - ``hardware``: the :class:`~gbxfer.hardware.HardwareDescriptor` of each record's profile;
-- ``per_store``: TVM's per-store features aggregated per program, read from the feature store
-  that ``gbxfer features --per-store`` (needs TVM) fills; NaN where none was computed (for
-  example where the workload IR cannot be loaded).
+- ``per_store``: TVM's per-store features aggregated per program, read from the dataset's
+  precomputed table (``gbxfer features DATASET --per-store`` computes it with TVM; the bundled
+  dataset ships it) or given as ``per_store=``; NaN where none was computed (for example where
+  the workload IR cannot be loaded).
 """
 from __future__ import annotations
 
@@ -118,7 +119,8 @@ def build(dataset: Dataset, blocks=("program", "workload", "hardware"),
     """The feature matrix of every record of ``dataset``, blocks in the order given.
 
     ``per_store`` is a frame indexed by program id whose columns are per-store features (from
-    :func:`gbxfer.tvm.per_store_features`); programs it lacks get NaN.
+    :func:`gbxfer.tvm.per_store_features`); by default the dataset's own precomputed table.
+    Programs it lacks get NaN.
     """
     unknown = [b for b in blocks if b not in BLOCKS]
     if unknown:
@@ -133,9 +135,11 @@ def build(dataset: Dataset, blocks=("program", "workload", "hardware"),
         elif block == "hardware":
             X, cols = hardware_block(r)
         else:
+            per_store = dataset.per_store if per_store is None else per_store
             if per_store is None:
-                raise GbxferError("the per_store block needs per-store features: compute them "
-                                  "with gbxfer[tvm] (gbxfer.tvm.per_store_features)")
+                raise GbxferError("the per_store block needs per-store features, and this "
+                                  "dataset has none: compute them with `gbxfer features "
+                                  "DATASET --per-store` (needs gbxfer[tvm])")
             X = per_store.reindex(r["program_id"]).to_numpy(dtype=np.float32)
             cols = [f"per_store.{c}" for c in per_store.columns]
         parts.append(np.asarray(X, dtype=np.float32))

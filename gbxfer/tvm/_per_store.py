@@ -81,16 +81,22 @@ def extract(mod, target, traces) -> np.ndarray:
     return out
 
 
-def per_store_features(dataset, progress: bool = True, use_cache: bool = True) -> pd.DataFrame:
+def per_store_features(dataset, progress: bool = True, use_cache: bool = True,
+                       precomputed: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per-store features of every distinct MetaSchedule program of ``dataset``.
 
     Returns a frame indexed by program id with :data:`COLUMNS`; NaN rows where the workload IR
-    does not load in this TVM or the trace does not apply.
+    does not load in this TVM or the trace does not apply. Programs in ``precomputed`` (for
+    example ``dataset.per_store``) are taken from it, not computed again.
     """
     import tvm
 
     records = dataset.records.drop_duplicates("program_id")
     records = records[records["source_format"] == "metaschedule"]
+    done = None
+    if precomputed is not None:
+        done = precomputed[precomputed.index.isin(records["program_id"])]
+        records = records[~records["program_id"].isin(done.index)]
     tasks = dataset.tasks.set_index("task_key")
     folder = cache_dir()
     frames = []
@@ -115,6 +121,8 @@ def per_store_features(dataset, progress: bool = True, use_cache: bool = True) -
                 cached.to_parquet(tmp)
                 os.replace(tmp, cache)
         frames.append(cached.loc[group["program_id"]])
+    if done is not None and len(done):
+        frames.insert(0, done.astype(np.float64))
     if not frames:
         return pd.DataFrame(columns=COLUMNS, index=pd.Index([], name="program_id"))
     return pd.concat(frames)
