@@ -105,3 +105,15 @@ def test_text_fast_path_equals_parsing_the_whole_trace(ms_a100_dataset, example_
         a = np.array([parsed.metaschedule(orjson.loads(t)) for t in texts])
         b = np.array([fast.metaschedule_text(t) for t in texts])
         assert np.array_equal(a, b)
+
+
+def test_ansor_text_path_equals_parsing_and_fills_the_by_axis_tiles(ansor_a100_dataset):
+    import orjson
+
+    texts = ansor_a100_dataset.records.drop_duplicates("program_id")["program"].head(400)
+    parsed, fast = ProgramFeaturizer(), ProgramFeaturizer()
+    a = np.array([parsed.ansor(orjson.loads(t)) for t in texts])
+    b = np.array([fast.ansor_text(t) for t in texts])
+    assert np.array_equal(a, b)
+    by_axis = [COLUMNS.index(f"sp_axis{i}_level1_log2") for i in range(2)]
+    assert (b[:, by_axis] > 0).any(axis=0).all()  # GPU matmul tiles: spatial axes filled

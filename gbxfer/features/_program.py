@@ -157,6 +157,34 @@ def _add_split(vec, factors, axis: int = -1) -> None:
             vec[start + level] = logs[level]
 
 
+_MAX_COLS = frozenset([_SP_MAX, _RD_MAX] + [COL[c] for c in (
+    "unroll_log2", "vectorize_log2", "parallel_log2", "fetch_vector_log2")])
+_SET_COLS = frozenset(range(SPAX0, SPAX0 + N_SP_AXES * N_SP_AXIS_LEVELS)) | frozenset(
+    range(RDAX0, RDAX0 + N_RD_AXES * N_RD_AXIS_LEVELS))
+
+
+def _delta(vec) -> tuple:
+    """What a contribution written into a zero vector does to any vector: ``(adds, maxes,
+    sets)``, each a tuple of (column, value)."""
+    adds, maxes, sets = [], [], []
+    for col, value in enumerate(vec):
+        if value:
+            (maxes if col in _MAX_COLS else sets if col in _SET_COLS else adds).append(
+                (col, value))
+    return tuple(adds), tuple(maxes), tuple(sets)
+
+
+def _apply(vec, delta) -> None:
+    adds, maxes, sets = delta
+    for col, value in adds:
+        vec[col] += value
+    for col, value in maxes:
+        if value > vec[col]:
+            vec[col] = value
+    for col, value in sets:
+        vec[col] = value
+
+
 def _postproc_part(vec, insts) -> None:
     """Instructions after EnterPostproc (they vary with the decisions): kinds, binds, unroll."""
     for inst in insts:
@@ -181,6 +209,7 @@ class _MetaSchedulePlan:
 
     def __init__(self, insts):
         self.static = [0.0] * len(COLUMNS)
+        self._deltas: dict[tuple, tuple] = {}  # (index, decision) -> its contribution
         self.decision_kind: dict[int, tuple] = {}
         self.tokens: list[tuple[int, int]] = []  # (instruction index, bucket seed)
         uses: dict[str, str] = {}  # sampled variable -> annotation key that consumes it
@@ -243,32 +272,49 @@ class _MetaSchedulePlan:
         vec = self.static[:]
         _postproc_part(vec, postproc_insts)
         depths = list(self.static_depths)
-        crc32, token_seed, kinds = zlib.crc32, self.token_seed, self.decision_kind
+        cache = self._deltas
         for index, decision in decisions:
-            text = orjson.dumps(decision)
-            vec[DEC0 + crc32(text, index) % N_DECISION_HASH] += 1
-            seed = token_seed.get(index)
-            if seed is not None:
-                vec[TOK0 + crc32(text, seed) % N_HASH] += 1
-            how = kinds.get(index)
-            if how is None:
-                continue
-            if how[0] == "tile" and isinstance(decision, list):
-                _add_split(vec, decision, how[1])
-            elif how[0] == "categorical" and isinstance(decision, int):
-                candidates, key = how[1], how[2]
-                value = candidates[decision] if 0 <= decision < len(candidates) else 0
-                if key == "meta_schedule.unroll_explicit" or key == "meta_schedule.unroll_implicit":
-                    vec[COL["unroll_log2"]] = max(vec[COL["unroll_log2"]], _log2(1 + value))
-                elif key == "meta_schedule.cooperative_fetch":
-                    vec[COL["fetch_vector_log2"]] = max(vec[COL["fetch_vector_log2"]],
-                                                        _log2(value))
-            elif how[0] == "location" and isinstance(decision, int):
-                depths.append(max(decision, 0))
+            try:
+                key = (index, decision if isinstance(decision, int) else tuple(decision))
+                hit = cache.get(key)
+            except TypeError:  # nested lists: key on the text
+                key = (index, orjson.dumps(decision))
+                hit = cache.get(key)
+            if hit is None:
+                hit = cache[key] = self._decision(index, decision)
+            delta, depth = hit
+            _apply(vec, delta)
+            if depth is not None:
+                depths.append(depth)
         if depths:
             vec[COL["compute_at_depth_mean"]] = sum(depths) / len(depths)
             vec[COL["compute_at_depth_max"]] = max(depths)
         return vec
+
+    def _decision(self, index, decision) -> tuple:
+        """``(delta, compute-at depth or None)`` of one sampling decision."""
+        vec = [0.0] * len(COLUMNS)
+        depth = None
+        text = orjson.dumps(decision)
+        vec[DEC0 + zlib.crc32(text, index) % N_DECISION_HASH] += 1
+        seed = self.token_seed.get(index)
+        if seed is not None:
+            vec[TOK0 + zlib.crc32(text, seed) % N_HASH] += 1
+        how = self.decision_kind.get(index)
+        if how is None:
+            pass
+        elif how[0] == "tile" and isinstance(decision, list):
+            _add_split(vec, decision, how[1])
+        elif how[0] == "categorical" and isinstance(decision, int):
+            candidates, key = how[1], how[2]
+            value = candidates[decision] if 0 <= decision < len(candidates) else 0
+            if key in ("meta_schedule.unroll_explicit", "meta_schedule.unroll_implicit"):
+                vec[COL["unroll_log2"]] = _log2(1 + value)
+            elif key == "meta_schedule.cooperative_fetch":
+                vec[COL["fetch_vector_log2"]] = _log2(value)
+        elif how[0] == "location" and isinstance(decision, int):
+            depth = max(decision, 0)
+        return _delta(vec), depth
 
 
 def _set_axis(vec, factors, axis: int) -> None:
@@ -283,6 +329,50 @@ def _set_axis(vec, factors, axis: int) -> None:
             vec[axis_base + axis * n_levels + level] = logs[level]
 
 
+_ANSOR_STEP = re.compile(r'\],(?=\[")')  # between two steps of a compact step list
+
+
+def _ansor_step(position: int, step) -> tuple:
+    """``(delta, compute-at depth or None, split factors or None)`` of one Ansor step at its
+    position (every step is a token: the first MAX_TOKENS count in the hashed encoding)."""
+    vec = [0.0] * len(COLUMNS)
+    depth = factors = None
+    code = step[0]
+    kind = ANSOR_KINDS.get(code, "other")
+    args: list = []
+    if code == "AN" and len(step) > 3:
+        kind = ANSOR_ANNOTATIONS.get(step[3], "annotate")
+        args = [step[3]]
+        if kind == "bind":
+            col = ("bind_vthread" if step[3] == 4 else "bind_block"
+                   if step[3] in (5, 7, 9) else "bind_thread")
+            vec[COL[col]] += 1
+    elif code == "SP" and len(step) > 4 and isinstance(step[4], list):
+        lengths = [f for f in step[4] if isinstance(f, int)]
+        extent = step[3] if isinstance(step[3], int) else 0
+        inner = math.prod(lengths) if lengths else 1
+        outer = extent // inner if extent and inner else 1
+        factors = [outer, *lengths]
+        _add_split(vec, factors)
+        args = lengths
+    elif code == "PR" and len(step) > 3 and "$" in str(step[3]):
+        value = int(str(step[3]).split("$")[1] or 0)
+        vec[COL["unroll_log2"]] = _log2(1 + value)
+        kind, args = "unroll", [value]
+    elif code in ("CHR", "CHW") and len(step) > 2:
+        col = _scope_col("cache_read" if code == "CHR" else "cache_write", step[2])
+        if col is not None:
+            vec[col] += 1
+        args = [step[2]]
+    elif code == "CA" and len(step) > 3 and isinstance(step[3], int):
+        depth = step[3]
+    vec[COUNT0 + KINDS.index(kind)] += 1
+    vec[DEC0 + _decision_bucket(position, step)] += 1
+    if position < MAX_TOKENS:
+        vec[TOK0 + _token_bucket(kind, position, args)] += 1
+    return _delta(vec), depth, factors
+
+
 class ProgramFeaturizer:
     """Turns stored programs (trace or step-list JSON text) into :data:`COLUMNS` vectors.
 
@@ -294,6 +384,7 @@ class ProgramFeaturizer:
     def __init__(self, max_plans: int = 4096):
         self._plans: dict[bytes, _MetaSchedulePlan] = {}
         self._postproc: dict[str, list] = {}
+        self._ansor_steps: dict[tuple, tuple] = {}
         self.max_plans = max_plans
 
     def metaschedule(self, trace) -> list:
@@ -312,45 +403,42 @@ class ProgramFeaturizer:
         return plan.features(decisions, insts[split:])
 
     def ansor(self, steps) -> list:
+        return self._ansor([(position, None, step) for position, step in enumerate(steps)])
+
+    def ansor_text(self, text: str) -> list:
+        """Features of a step list given as compact JSON text (as datasets store it): each
+        step's contribution is cached by (position, step text)."""
+        inner = text[1:-1]
+        if not inner:
+            return self._ansor([])
+        parts = _ANSOR_STEP.split(inner)
+        last = len(parts) - 1
+        return self._ansor([(position, part, None) for position, part in enumerate(parts)],
+                           last)
+
+    def _ansor(self, items, last=-1) -> list:
         vec = [0.0] * len(COLUMNS)
-        depths = []
-        n_tokens = 0
-        splits: dict = {}  # stage -> factor lists in order, for the by-axis features
-        for position, step in enumerate(steps):
-            code = step[0]
-            kind = ANSOR_KINDS.get(code, "other")
-            args: list = []
-            if code == "AN" and len(step) > 3:
-                kind = ANSOR_ANNOTATIONS.get(step[3], "annotate")
-                args = [step[3]]
-                if kind == "bind":
-                    col = ("bind_vthread" if step[3] == 4 else "bind_block"
-                           if step[3] in (5, 7, 9) else "bind_thread")
-                    vec[COL[col]] += 1
-            elif code == "SP" and len(step) > 4 and isinstance(step[4], list):
-                lengths = [f for f in step[4] if isinstance(f, int)]
-                extent = step[3] if isinstance(step[3], int) else 0
-                inner = math.prod(lengths) if lengths else 1
-                outer = extent // inner if extent and inner else 1
-                _add_split(vec, [outer, *lengths])
-                splits.setdefault(step[1], []).append([outer, *lengths])
-                args = lengths
-            elif code == "PR" and len(step) > 3 and "$" in str(step[3]):
-                value = int(str(step[3]).split("$")[1] or 0)
-                vec[COL["unroll_log2"]] = max(vec[COL["unroll_log2"]], _log2(1 + value))
-                kind, args = "unroll", [value]
-            elif code in ("CHR", "CHW") and len(step) > 2:
-                col = _scope_col("cache_read" if code == "CHR" else "cache_write", step[2])
-                if col is not None:
-                    vec[col] += 1
-                args = [step[2]]
-            elif code == "CA" and len(step) > 3 and isinstance(step[3], int):
-                depths.append(step[3])
-            vec[COUNT0 + KINDS.index(kind)] += 1
-            vec[DEC0 + _decision_bucket(position, step)] += 1
-            if n_tokens < MAX_TOKENS:
-                vec[TOK0 + _token_bucket(kind, n_tokens, args)] += 1
-                n_tokens += 1
+        depths, splits = [], []
+        cache = self._ansor_steps
+        for position, part, step in items:
+            key = (position, part)
+            hit = cache.get(key) if part is not None else None
+            if hit is None:
+                if step is None:
+                    step = orjson.loads(part if position == last else part + "]")
+                hit = _ansor_step(position, step)
+                if part is not None:
+                    if len(cache) >= 64 * self.max_plans:
+                        cache.clear()
+                    cache[key] = hit
+            delta, depth, factors = hit
+            _apply(vec, delta)
+            if depth is not None:
+                depths.append(depth)
+            if factors is not None:
+                splits.append(factors)
+        for factors, axis in zip(splits, _axis_positions([len(f) for f in splits])):
+            _set_axis(vec, factors, axis)
         if depths:
             vec[COL["compute_at_depth_mean"]] = sum(depths) / len(depths)
             vec[COL["compute_at_depth_max"]] = max(depths)
@@ -397,7 +485,7 @@ class ProgramFeaturizer:
         """The feature values (a list, in :data:`COLUMNS` order) of one stored program."""
         if source_format == "metaschedule":
             return self.metaschedule_text(text)
-        return self.ansor(orjson.loads(text))
+        return self.ansor_text(text)
 
     def transform(self, source_formats, texts) -> np.ndarray:
         """One row per program (float32)."""
