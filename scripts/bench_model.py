@@ -3,8 +3,11 @@
     python scripts/bench_model.py [--dataset bundled] [--seeds 5] [--quick]
 
 Models (same data, same splits, same seeds):
-  gbxfer            GBCostRanker, LightGBM lambdarank on program + workload + hardware features
-  gbxfer+per_store  the same plus TVM's per-store features (needs gbxfer[tvm])
+  gbxfer            the default config (configs/model/default.yaml) on program + workload +
+                    hardware features
+  gbxfer-lambdarank LightGBM lambdarank (configs/model/lambdarank.yaml), same features
+  gbxfer+per_store  the default config plus TVM's per-store features (the dataset's own, or
+                    computed with gbxfer[tvm])
   tenset-xgb        TenSet-style XGBoost regression on per-store features (needs gbxfer[tvm])
   tvm-xgbmodel      TVM's XGBModel through its update/predict API (needs gbxfer[tvm])
   random            uniformly random scores (its exact expectation is shown as random_*)
@@ -27,6 +30,7 @@ from gbxfer import Dataset, SplitSpec, ingest, load_dataset
 from gbxfer.features import build
 from gbxfer.metrics import ranking_report
 from gbxfer.model import GBCostRanker
+from gbxfer.model._config import load_model_config
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 BASE = ["program", "workload", "hardware"]
@@ -43,6 +47,8 @@ def ci95(values):
 
 
 def per_store_frame(dataset):
+    if dataset.per_store is not None:
+        return dataset.per_store
     try:
         from gbxfer.tvm._per_store import per_store_features
     except ImportError:
@@ -50,14 +56,17 @@ def per_store_frame(dataset):
     return per_store_features(dataset, progress=False)
 
 
-def run_models(dataset, split, seed, models, per_store, n_estimators):
+DEFAULT, LAMBDARANK = load_model_config(), load_model_config("lambdarank")
+
+
+def run_models(dataset, split, seed, models, per_store):
     valid = dataset.filter(valid=True)
     test = split.test_mask(valid)
     if not test.any() or test.all():
         return {}
     out = {}
-    blocks_of = {"gbxfer": BASE, "gbxfer+per_store": BASE + ["per_store"],
-                 "tenset-xgb": ["per_store"]}
+    blocks_of = {"gbxfer": BASE, "gbxfer-lambdarank": BASE,
+                 "gbxfer+per_store": BASE + ["per_store"], "tenset-xgb": ["per_store"]}
     fm_all = build(valid, BASE + (["per_store"] if per_store is not None else []),
                    per_store=per_store)
     r = fm_all.records
@@ -68,8 +77,9 @@ def run_models(dataset, split, seed, models, per_store, n_estimators):
                 continue
             fm = fm_all.select_blocks(blocks_of[name])
             params = ({"backend": "xgboost", "objective": "regression"}
-                      if name == "tenset-xgb" else {})
-            model = GBCostRanker(n_estimators=n_estimators, random_state=seed, **params).fit(
+                      if name == "tenset-xgb" else LAMBDARANK["params"]
+                      if name == "gbxfer-lambdarank" else DEFAULT["params"])
+            model = GBCostRanker(**{**params, "random_state": seed}).fit(
                 fm.X[~test], r["label"][~test], groups=r["group"][~test])
             scores = model.predict(fm.X[test])
         elif name == "tvm-xgbmodel":
@@ -92,7 +102,9 @@ def run_models(dataset, split, seed, models, per_store, n_estimators):
 
 
 def speed(dataset, shared_sources, seed):
-    """Training on 100,000 records (resampled with the seed) and predicting 2,048."""
+    """Training on 100,000 records (resampled with the seed) and predicting 2,048 candidates,
+    gbxfer's default config against TVM's XGBModel training and prediction code on the same
+    feature rows (each record one "store"), in the same run."""
     parts = [dataset] + [ingest([s]) for s in shared_sources if s.exists()]
     merged = Dataset.concat(parts).filter(valid=True)
     rng = np.random.default_rng(seed)
@@ -100,30 +112,48 @@ def speed(dataset, shared_sources, seed):
     fm = build(merged.select(np.sort(rows)), BASE)
     r = fm.records
     start = time.perf_counter()
-    model = GBCostRanker(random_state=seed).fit(fm.X, r["label"], groups=r["group"])
-    train_s = time.perf_counter() - start
+    model = GBCostRanker(**{**DEFAULT["params"], "random_state": seed}).fit(
+        fm.X, r["label"], groups=r["group"])
+    out = {"train_records": len(r), "distinct_source_records": len(merged),
+           "train_seconds": time.perf_counter() - start}
     batch = fm.X[:2048]
-    model.predict(batch)
+    out["predict_2048_ms"] = _median_ms(lambda: model.predict(batch))
+    try:
+        from tvm.s_tir.meta_schedule.cost_model import XGBModel
+    except ImportError:
+        return out
+    xgbmodel = XGBModel(num_tuning_cores=1)
+    xs = [row[None, :] for row in np.nan_to_num(fm.X)]
+    start = time.perf_counter()
+    xgbmodel._train(xs, r["label"].to_numpy())  # what XGBModel.update runs, on the same rows
+    out["xgbmodel_train_seconds"] = time.perf_counter() - start
+    out["xgbmodel_predict_2048_ms"] = _median_ms(lambda: xgbmodel._predict(xs[:2048]))
+    out["train_ratio"] = out["train_seconds"] / out["xgbmodel_train_seconds"]
+    out["predict_ratio"] = out["predict_2048_ms"] / out["xgbmodel_predict_2048_ms"]
+    return out
+
+
+def _median_ms(call, repeats=20) -> float:
+    call()
     times = []
-    for _ in range(20):
+    for _ in range(repeats):
         start = time.perf_counter()
-        model.predict(batch)
+        call()
         times.append(time.perf_counter() - start)
-    return {"train_records": len(r), "distinct_source_records": len(merged),
-            "train_seconds": train_s, "predict_2048_ms": 1e3 * float(np.median(times))}
+    return 1e3 * float(np.median(times))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="bundled")
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--n-estimators", type=int, default=300)
     parser.add_argument("--quick", action="store_true", help="2 seeds, no speed run")
     args = parser.parse_args()
     seeds = range(2 if args.quick else args.seeds)
     dataset = load_dataset(args.dataset)
     per_store = per_store_frame(dataset.filter(valid=True))
-    all_models = ["gbxfer", "gbxfer+per_store", "tenset-xgb", "tvm-xgbmodel", "random"]
+    all_models = ["gbxfer", "gbxfer-lambdarank", "gbxfer+per_store", "tenset-xgb",
+                  "tvm-xgbmodel", "random"]
     experiments = [(f"{args.dataset}", dataset, lambda s: SplitSpec("within-task", 0.3, s),
                     all_models, per_store),
                    (f"{args.dataset}", dataset, lambda s: SplitSpec("by-task", 0.3, s),
@@ -133,13 +163,13 @@ def main() -> None:
         for family in ("cuda-sm_80", "cuda-sm_86"):
             experiments.append(("bennu-ansor GPUs", gpus,
                                 lambda s, f=family: SplitSpec("by-hardware", 0.3, s, f),
-                                ["gbxfer", "random"], None))
+                                ["gbxfer", "gbxfer-lambdarank", "random"], None))
         a100 = ingest([SHARED / "bennu-metaschedule-a100-resnet34"])
         experiments.append(("bennu A100 ResNet-34", a100, lambda s: SplitSpec("by-task", 0.3, s),
-                            ["gbxfer", "random"], None))
+                            ["gbxfer", "gbxfer-lambdarank", "random"], None))
     rows = []
     for name, ds, make_split, models, ps in experiments:
-        per_seed = [run_models(ds, make_split(seed), seed, models, ps, args.n_estimators)
+        per_seed = [run_models(ds, make_split(seed), seed, models, ps)
                     for seed in seeds]
         split = make_split(0)
         label = split.kind + (f":{split.family}" if split.family else "")

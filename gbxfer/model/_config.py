@@ -10,16 +10,15 @@ from ..errors import GbxferError
 from ..features import BLOCKS
 from ._ranker import GBCostRanker
 
-DEFAULT = {"blocks": ["program", "workload", "hardware"], "params": {}}
+DEFAULT = {"blocks": ["program", "workload", "hardware"], "params": {}}  # when a config omits
 
 
 def load_model_config(path=None) -> dict:
-    """Validate a model config; ``None`` gives the default (program, workload, hardware)."""
-    if path is None:
-        return {"blocks": list(DEFAULT["blocks"]), "params": {}}
+    """Validate a model config (a path or a name in configs/model); ``None`` gives
+    ``configs/model/default.yaml``."""
     from ..profiles import find_config
 
-    path = find_config("model", str(path))
+    path = find_config("model", "default" if path is None else str(path))
     try:
         doc = yaml.safe_load(Path(path).read_text()) or {}
     except yaml.YAMLError as exc:
@@ -29,7 +28,7 @@ def load_model_config(path=None) -> dict:
     unknown = sorted(set(doc) - {"blocks", "params", "transfer", "attention"})
     if unknown:
         raise GbxferError(f"{path}: unknown field {unknown[0]!r} (fields: blocks, params, "
-                          "transfer)")
+                          "transfer, attention)")
     blocks = doc.get("blocks", DEFAULT["blocks"])
     if not isinstance(blocks, list) or not blocks or any(b not in BLOCKS for b in blocks):
         raise GbxferError(f"{path}: 'blocks' must be a list drawn from {', '.join(BLOCKS)}")

@@ -168,12 +168,12 @@ class GBCostRanker(RegressorMixin, BaseEstimator):
     def predict(self, X):
         """Scores, higher = faster (comparable within a group only)."""
         check_is_fitted(self, "booster_")
-        X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan", dtype=np.float64)
+        X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan",
+                          dtype=(np.float32, np.float64))
         if self.backend == "lightgbm":
             return np.asarray(self.booster_.predict(X, num_threads=self.n_jobs), dtype=float)
-        import xgboost as xgb
-
-        return np.asarray(self.booster_.predict(xgb.DMatrix(X)), dtype=float)
+        self.booster_.set_param({"nthread": self.n_jobs})
+        return np.asarray(self.booster_.inplace_predict(X), dtype=float)  # no DMatrix copy
 
     def score(self, X, y, groups=None, sample_weight=None):
         """Pairwise comparison accuracy of the predictions within groups (see gbxfer.metrics)."""
