@@ -1,0 +1,220 @@
+"""Few-shot transfer to unseen hardware: arms x K shots per task, mean +- 95% CI over seeds.
+
+    python scripts/bench_transfer.py [--seeds 5] [--shots 2,4,8,16] [--trials 10]
+                                     [--settings bundled,gpus]
+
+Settings: the bundled dataset with each ISA family held out in turn (all its thread
+variants; the source model trains on the other families), and the ../shared/data/bennu-ansor
+GPUs (RTX 3080 -> A100 and back). For each (setting, seed) one target test part (within-task,
+half of each target task's programs, seeded) serves every arm and every K; shots are drawn
+from the other half. Arms:
+
+  tuned        gbxfer transfer, its settings chosen by an Optuna study (--trials) that
+               cross-validates inside the shots only
+  default      gbxfer transfer with the default TransferConfig
+  source-only  the source model, no target data
+  pooled       one model trained on source records + shots together, no reweighting
+  scratch      a model trained on the shots alone
+  upper        a model trained on every target record outside the test part (upper bound)
+
+How hard each transfer is: the Spearman correlation between source and target latencies of
+the paired programs (per task, averaged). Each (setting, seed, K) is appended to
+scripts/results/bench_transfer.jsonl as it finishes, so a killed run resumes (--fresh
+restarts). Results: scripts/results/bench_transfer.{json,csv,png}.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+from _results import RESULTS, print_table, write_results
+from bench_model import ci95
+
+from gbxfer import Dataset, SplitSpec, ingest, load_dataset
+from gbxfer.features import build
+from gbxfer.metrics import ranking_report
+from gbxfer.model import GBCostRanker
+from gbxfer.model._config import load_model_config
+from gbxfer.study import study_transfer
+from gbxfer.training import train
+from gbxfer.transfer import TransferConfig, draw_shots, transfer
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+LOG = RESULTS / "bench_transfer.jsonl"
+ARMS = ("tuned", "default", "source-only", "pooled", "scratch", "upper")
+METRICS = ("pca", "top1", "top5")
+
+
+def settings(which):
+    """(name, source dataset, target dataset) of every transfer to benchmark."""
+    out = []
+    if "bundled" in which:
+        bundled = load_dataset("bundled").filter(valid=True)
+        for family in sorted(bundled.records["hardware_family"].unique()):
+            out.append((f"bundled -> {family}",
+                        bundled.select((bundled.records["hardware_family"] != family).to_numpy()),
+                        bundled.filter(family=family)))
+    if "gpus" in which and (SHARED / "bennu-ansor").exists():
+        a100 = ingest([SHARED / "bennu-ansor" / "gpu_a100"]).filter(valid=True)
+        rtx = ingest([SHARED / "bennu-ansor" / "gpu_rtx3080"]).filter(valid=True)
+        out += [("RTX 3080 -> A100", rtx, a100), ("A100 -> RTX 3080", a100, rtx)]
+    return out
+
+
+def hardness(source: Dataset, target: Dataset) -> float:
+    """Mean over tasks (and source x target profile pairs) of the Spearman correlation of the
+    latencies of programs measured on both."""
+    from scipy.stats import spearmanr
+
+    s, t = source.records, target.records
+    values = []
+    for (task, shw), sg in s.groupby(["task_key", "hardware"]):
+        for thw, tg in t[t["task_key"] == task].groupby("hardware"):
+            both = sg.merge(tg, on="program_id", suffixes=("_s", "_t"))
+            if len(both) >= 5:
+                values.append(spearmanr(both["latency_s"], both["latency_t"])[0])
+    return float(np.nanmean(values)) if values else float("nan")
+
+
+def report(model_predict, fm, test) -> dict:
+    r = fm.records
+    rep = ranking_report(r["latency"][test], model_predict(fm.X[test]), r["group"][test],
+                         r["weight"][test])
+    return {k: rep[k] for k in (*METRICS, "random_top1", "n_groups")}
+
+
+def fit(params, fm, mask, seed):
+    r = fm.records
+    return GBCostRanker(**{**params, "random_state": seed}).fit(
+        fm.X[mask], r["label"][mask], groups=r["group"][mask])
+
+
+def one(source, target, seed, k, trials, config) -> dict:
+    """Every arm for one (seed, K): ranking quality on the same target test part."""
+    holdout = SplitSpec("within-task", 0.5, seed)
+    test = holdout.test_mask(target)
+    fm_target = build(target, config["blocks"])
+    model = train(source, config, seed=seed)
+    shots = draw_shots(target, k, seed, holdout)
+    arms = {"source-only": report(lambda X: model.predict(X, fm_target.columns), fm_target,
+                                  test)}
+    start = time.perf_counter()
+    adapted = transfer(model, source, target, shots, TransferConfig(), seed, holdout)
+    arms["default"] = report(lambda X: adapted.predict(X, fm_target.columns), fm_target, test)
+    arms["default"]["seconds"] = time.perf_counter() - start
+    start = time.perf_counter()
+    study = study_transfer(model, source, target, shots, trials, f"bench-{seed}-{k}", None, seed)
+    tuned = transfer(model, source, target, shots, TransferConfig(**study.best_params), seed,
+                     holdout)
+    arms["tuned"] = report(lambda X: tuned.predict(X, fm_target.columns), fm_target, test)
+    arms["tuned"]["seconds"] = time.perf_counter() - start
+    arms["tuned"]["best_params"] = study.best_params
+    shot_ds = target.select(shots)  # labels among the shots only, as a transfer sees them
+    pooled = Dataset.concat([source, shot_ds])
+    fm_pooled = build(pooled, config["blocks"])
+    pooled_model = fit(config["params"], fm_pooled, np.ones(len(pooled), bool), seed)
+    arms["pooled"] = report(pooled_model.predict, fm_target, test)
+    fm_shots = build(shot_ds, config["blocks"])
+    scratch = fit(config["params"], fm_shots, np.ones(len(shot_ds), bool), seed)
+    arms["scratch"] = report(scratch.predict, fm_target, test)
+    upper = fit(config["params"], fm_target, ~test, seed)
+    arms["upper"] = report(upper.predict, fm_target, test)
+    return arms
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--shots", default="2,4,8,16")
+    parser.add_argument("--trials", type=int, default=10, help="Optuna trials of the tuned arm")
+    parser.add_argument("--settings", default="bundled,gpus")
+    parser.add_argument("--fresh", action="store_true", help="forget finished runs")
+    args = parser.parse_args()
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    config = load_model_config()
+    shots = [int(k) for k in args.shots.split(",")]
+    if args.fresh and LOG.exists():
+        LOG.unlink()
+    done = {}
+    if LOG.exists():
+        for line in LOG.read_text().splitlines():
+            row = json.loads(line)
+            done[(row["setting"], row["seed"], row["k"])] = row
+    hard = {}
+    for name, source, target in settings(args.settings.split(",")):
+        hard[name] = hardness(source, target)
+        print(f"{name}: {len(source)} source, {len(target)} target records; source/target "
+              f"latency Spearman {hard[name]:.3f}", flush=True)
+        for seed in range(args.seeds):
+            for k in shots:
+                if (name, seed, k) in done:
+                    continue
+                start = time.perf_counter()
+                arms = one(source, target, seed, k, args.trials, config)
+                row = {"setting": name, "seed": seed, "k": k, "arms": arms,
+                       "seconds": time.perf_counter() - start}
+                done[(name, seed, k)] = row
+                RESULTS.mkdir(exist_ok=True)
+                with open(LOG, "a") as f:
+                    f.write(json.dumps(row) + "\n")
+                print(f"  seed {seed} K={k}: " + ", ".join(
+                    f"{a} {arms[a]['top1']:.3f}" for a in ARMS) + f" ({row['seconds']:.0f} s)",
+                      flush=True)
+    rows = summarize(done, hard, args.seeds, shots)
+    print_table(rows, ["setting", "k", "arm", "seeds", "pca", "pca_ci", "top1", "top1_ci",
+                       "top5", "random_top1", "spearman"])
+    plot(rows)
+    write_results("bench_transfer", rows, trials=args.trials, hardness=hard)
+
+
+def summarize(done, hard, n_seeds, shots) -> list[dict]:
+    rows = []
+    for name in hard:
+        for k in shots:
+            runs = [done[(name, s, k)] for s in range(n_seeds) if (name, s, k) in done]
+            for arm in ARMS:
+                reps = [run["arms"][arm] for run in runs]
+                if not reps:
+                    continue
+                row = {"setting": name, "k": k, "arm": arm, "seeds": len(reps)}
+                for metric in METRICS:
+                    row[metric], row[f"{metric}_ci"] = (round(v, 4) for v in
+                                                        ci95([r[metric] for r in reps]))
+                row["random_top1"] = round(float(np.mean([r["random_top1"] for r in reps])), 4)
+                row["n_test_groups"] = reps[0]["n_groups"]
+                row["spearman"] = round(hard[name], 3)
+                rows.append(row)
+    return rows
+
+
+def plot(rows):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(dict.fromkeys(r["setting"] for r in rows))
+    fig, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 3.6), squeeze=False)
+    for ax, name in zip(axes[0], names):
+        for arm in ARMS:
+            sel = [r for r in rows if r["setting"] == name and r["arm"] == arm]
+            ax.errorbar([r["k"] for r in sel], [r["top1"] for r in sel],
+                        yerr=[r["top1_ci"] for r in sel], label=arm, capsize=3, marker="o")
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"{name}\n(Spearman {sel[0]['spearman']:.2f})" if sel else name,
+                     fontsize=9)
+        ax.set_xlabel("shots per task (K)")
+        ax.set_ylabel("top-1")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    RESULTS.mkdir(exist_ok=True)
+    fig.savefig(RESULTS / "bench_transfer.png", dpi=120)
+
+
+if __name__ == "__main__":
+    main()
