@@ -49,6 +49,11 @@ class Task:
     shape: tuple[tuple[str, int], ...]
     network: str = ""
     weight: float = 1.0
+    network_weights: tuple[tuple[str, float], ...] = ()  # occurrences in each network
+
+    def weight_in(self, network: str) -> float:
+        """How many times the task occurs in ``network`` (0 when it does not)."""
+        return dict(self.network_weights).get(network, 0.0)
 
     @property
     def params(self) -> dict:
@@ -163,12 +168,11 @@ def load_suite(path) -> Suite:
         for i, entry in enumerate(entries, start=1):
             op, shape, weight = _validate_entry(path, network, i, entry)
             key = (op, shape)
-            if key in merged:
-                merged[key]["networks"].append(str(network))
-                merged[key]["weight"] += weight
-            else:
-                merged[key] = {"networks": [str(network)], "weight": weight}
-    tasks = tuple(Task(op, shape, ",".join(dict.fromkeys(v["networks"])), v["weight"])
+            entry = merged.setdefault(key, {"networks": {}, "weight": 0.0})
+            entry["networks"][str(network)] = entry["networks"].get(str(network), 0.0) + weight
+            entry["weight"] += weight
+    tasks = tuple(Task(op, shape, ",".join(v["networks"]), v["weight"],
+                       tuple(v["networks"].items()))
                   for (op, shape), v in merged.items())
     return Suite(str(doc.get("name", path.stem)), str(doc.get("description", "")), tasks,
                  str(path))

@@ -18,8 +18,9 @@ from ._per_store import load_workload, measure_candidates
 class XGBModelBaseline:
     """One TVM ``XGBModel`` per hardware profile, fed task by task through ``update``."""
 
-    def __init__(self, adaptive_training: bool = True):
+    def __init__(self, adaptive_training: bool = True, single_model: bool = False):
         self.adaptive_training = adaptive_training
+        self.single_model = single_model  # one XGBModel for every profile, keyed "all"
         self.models = {}
         self.seconds = {"update": 0.0, "predict": 0.0}
 
@@ -38,8 +39,11 @@ class XGBModelBaseline:
         from tvm.s_tir import meta_schedule as ms
 
         for hw, mod, target, g in self._tasks(dataset.filter(valid=True)):
-            model = self.models.setdefault(hw, ms.cost_model.XGBModel(
-                num_tuning_cores=1, adaptive_training=self.adaptive_training))
+            key = "all" if self.single_model else hw
+            if key not in self.models:
+                self.models[key] = ms.cost_model.XGBModel(
+                    num_tuning_cores=1, adaptive_training=self.adaptive_training)
+            model = self.models[key]
             rows, candidates = measure_candidates(mod, [orjson.loads(t) for t in g["program"]])
             results = [ms.runner.RunnerResult(run_secs=[float(c) for c in g["costs"].iloc[i]],
                                               error_msg=None) for i in rows]
@@ -56,7 +60,7 @@ class XGBModelBaseline:
         out = np.full(len(dataset.records), np.nan)
         position = {rid: i for i, rid in enumerate(dataset.records["record_id"])}
         for hw, mod, target, g in self._tasks(dataset):
-            model = self.models.get(hw)
+            model = self.models.get("all" if self.single_model else hw)
             if model is None:
                 continue
             rows, candidates = measure_candidates(mod, [orjson.loads(t) for t in g["program"]])

@@ -1,0 +1,99 @@
+"""``gbxfer tune``: tune suite tasks with MetaSchedule and a cost model (needs TVM)."""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from ..errors import GbxferError
+from ..profiles import find_config, load_profile
+from ..workloads import load_suite
+from ._common import command_stamp
+
+log = logging.getLogger("gbxfer")
+
+
+def add_parser(verbs, common):
+    p = verbs.add_parser(
+        "tune", parents=[common], help="tune tasks with MetaSchedule and gbxfer's cost model",
+        description="Tune the suite's tasks (or --tasks) on a hardware profile with "
+                    "MetaSchedule's evolutionary search and task scheduler (task weights from "
+                    "the suite), scoring candidates with a gbxfer model (the pretrained one by "
+                    "default, updated online), TVM's XGBModel or random scores. Writes the "
+                    "MetaSchedule database (OUT/metaschedule, which `gbxfer ingest` reads), the "
+                    "tuning curve (OUT/curve.csv, OUT/curve.png: best latency against trials and "
+                    "seconds) and OUT/summary.json. Needs gbxfer[tvm].")
+    p.add_argument("--suite", required=True, help="suite name (configs/workloads) or YAML path")
+    p.add_argument("--tasks", metavar="NAME[,NAME...]", help="only these tasks of the suite")
+    p.add_argument("--hardware", required=True, metavar="PROFILE",
+                   help="hardware profile name (configs/hardware) or YAML path")
+    p.add_argument("--cost-model", choices=("gbxfer", "xgb", "random"), default="gbxfer")
+    p.add_argument("--model", default="pretrained", metavar="MODEL",
+                   help="gbxfer model folder, 'pretrained' (shipped) or 'none' (cold start)")
+    p.add_argument("--trials", type=int, required=True, metavar="N", help="measurements in all")
+    p.add_argument("--trials-per-iter", type=int, default=16)
+    p.add_argument("--out", required=True, type=Path, metavar="DIR")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--population", type=int, default=512,
+                   help="evolutionary search population per round (MetaSchedule's default)")
+    p.add_argument("--repeats", type=int, default=3, help="timed repeats per program")
+    p.add_argument("--min-repeat-ms", type=int, default=40,
+                   help="each repeat runs the kernel for at least this long")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    try:
+        from ..tvm._tune import tune
+    except ImportError as exc:
+        raise GbxferError(f"gbxfer tune needs TVM: pip install 'gbxfer[tvm]' ({exc})") from None
+    if args.trials <= 0:
+        raise GbxferError("--trials must be positive")
+    suite = load_suite(find_config("workloads", args.suite))
+    if args.tasks:
+        suite = suite.select(args.tasks.split(","))
+    profile = load_profile(args.hardware)
+    if args.cost_model == "gbxfer":
+        from ..tvm import GbxferCostModel
+
+        model = None if args.model == "none" else args.model
+        cost_model = GbxferCostModel(model=model, hardware=profile.name, seed=args.seed)
+    else:
+        cost_model = args.cost_model
+    result = tune(suite.tasks, profile, cost_model, args.trials, args.out, seed=args.seed,
+                  trials_per_iter=args.trials_per_iter, progress=not args.quiet,
+                  repeats=args.repeats, min_repeat_ms=args.min_repeat_ms,
+                  population=args.population)
+    result.curve.assign(weighted_latency=result.weighted_latency()).to_csv(
+        args.out / "curve.csv", index=False)
+    plot_curve(result, args.out / "curve.png")
+    best = {t.name: float(result.curve[f"best_{i}"].min()) for i, t in enumerate(result.tasks)}
+    summary = {"command": command_stamp(), "hardware": profile.name,
+               "cost_model": args.cost_model, "trials": int(result.curve["trials"].max()),
+               "seconds": result.seconds, "cost_model_seconds": result.cost_model_seconds,
+               "rounds": result.rounds, "best_latency": best,
+               "weighted_latency": float(result.weighted_latency().iloc[-1])}
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
+    for name, latency in best.items():
+        print(f"{name}: best {latency * 1e3:.4g} ms")
+    print(f"{summary['trials']} trials in {result.seconds:.0f} s; database: "
+          f"{args.out / 'metaschedule'}")
+    return 0
+
+
+def plot_curve(result, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    total = result.weighted_latency() * 1e3
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    for ax, x, label in ((axes[0], result.curve["trials"], "trials"),
+                         (axes[1], result.curve["seconds"], "wall-clock seconds")):
+        ax.step(x, total, where="post")
+        ax.set_xlabel(label)
+        ax.set_ylabel("weighted best latency (ms)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

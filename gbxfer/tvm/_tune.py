@@ -1,0 +1,153 @@
+"""Tuning with MetaSchedule and any cost model, recording the tuning curve.
+
+``tune`` runs MetaSchedule's task scheduler over suite tasks (their weights given to it) on one
+hardware profile, with gbxfer's fast builder and the profile's runner, writes the MetaSchedule
+database (``gbxfer ingest`` reads it back) and returns the curve: after each measured batch, the
+trials so far, wall-clock seconds, and the best latency of every task. ``TimedCostModel`` wraps
+any cost model to time its ``update`` and ``predict`` (the cost model's own share of a round).
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+from tvm.ir.utils import derived_object
+from tvm.s_tir.meta_schedule.cost_model import PyCostModel
+from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
+
+from ..profiles import HardwareProfile
+from ..workloads import Task
+from ._builder import local_builder
+from ._collect import CollectPlan, make_runner
+from ._workloads import task_module
+
+
+@derived_object
+class TimedCostModel(PyCostModel):
+    """Delegates to ``inner`` (a MetaSchedule cost model) and adds up the seconds it spends."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+        self.seconds = {"update": 0.0, "predict": 0.0}
+        self.rounds = 0
+
+    def load(self, path: str) -> None:
+        self.inner.load(path)
+
+    def save(self, path: str) -> None:
+        self.inner.save(path)
+
+    def update(self, context, candidates, results) -> None:
+        start = time.perf_counter()
+        self.inner.update(context, candidates, results)
+        self.seconds["update"] += time.perf_counter() - start
+        self.rounds += 1
+
+    def predict(self, context, candidates) -> np.ndarray:
+        start = time.perf_counter()
+        scores = self.inner.predict(context, candidates)
+        self.seconds["predict"] += time.perf_counter() - start
+        return np.asarray(scores, dtype="float64")
+
+
+@derived_object
+class CurveCallback(PyMeasureCallback):
+    """Records, after every measured batch, the best latency so far of each task."""
+
+    def __init__(self, n_tasks: int, bar=None):
+        super().__init__()
+        self.start = time.perf_counter()
+        self.best = [float("inf")] * n_tasks
+        self.trials = 0
+        self.failures = 0
+        self.rows: list[dict] = []
+        self.bar = bar
+
+    def apply(self, task_scheduler, task_id, measure_candidates, builder_results,
+              runner_results) -> None:
+        for build, run in zip(builder_results, runner_results):
+            secs = [float(s) for s in run.run_secs] if run.run_secs else []
+            if build.error_msg is None and run.error_msg is None and secs and max(secs) < 1e9:
+                self.best[task_id] = min(self.best[task_id], float(np.median(secs)))
+            else:
+                self.failures += 1
+        self.trials += len(measure_candidates)
+        row = {"trials": self.trials, "seconds": time.perf_counter() - self.start,
+               "task": task_id, "failures": self.failures}
+        row.update({f"best_{i}": b for i, b in enumerate(self.best)})
+        self.rows.append(row)
+        if self.bar is not None:
+            self.bar.update(len(measure_candidates))
+            self.bar.set_postfix(failures=self.failures, refresh=False)
+
+
+@dataclasses.dataclass
+class TuneResult:
+    """A tuning run: its curve (one row per measured batch) and totals."""
+
+    tasks: list[Task]
+    weights: list[float]
+    curve: pd.DataFrame  # trials, seconds, task, failures, best_<i> per task (s)
+    cost_model_seconds: dict
+    rounds: int
+    seconds: float
+
+    def weighted_latency(self) -> pd.Series:
+        """Sum over tasks of weight x best latency, after each batch (NaN until every task has
+        a valid measurement)."""
+        best = self.curve[[f"best_{i}" for i in range(len(self.tasks))]].replace(np.inf, np.nan)
+        return (best * np.asarray(self.weights)).sum(axis=1, min_count=len(self.tasks))
+
+
+def tune(tasks: list[Task], profile: HardwareProfile, cost_model, trials: int, out,
+         seed: int = 0, trials_per_iter: int = 16, weights=None, progress: bool = True,
+         repeats: int = 3, min_repeat_ms: int = 40, population: int = 512) -> TuneResult:
+    """Tune ``tasks`` on ``profile`` for ``trials`` measurements in all (MetaSchedule's
+    gradient task scheduler shares them out by task weight) with ``cost_model`` (a MetaSchedule
+    cost model, or ``"xgb"`` / ``"random"``); the database goes to ``out/metaschedule``.
+    ``population`` is the evolutionary search's (MetaSchedule's default, 512)."""
+    import tvm
+    from tvm.s_tir import meta_schedule as ms
+
+    out = Path(out)
+    (out / "metaschedule").mkdir(parents=True, exist_ok=True)
+    weights = list(weights) if weights is not None else [float(t.weight) for t in tasks]
+    target = tvm.target.Target(profile.target)
+    contexts = [ms.TuneContext(mod=task_module(task), target=target,
+                               space_generator="post-order-apply",
+                               search_strategy=ms.search_strategy.EvolutionarySearch(
+                                   population_size=population),
+                               task_name=task.name,
+                               rand_state=seed + i, num_threads=1).clone()
+                for i, task in enumerate(tasks)]
+    plan = CollectPlan(suite=None, profiles=[profile], programs=0, out=out, repeats=repeats,
+                       min_repeat_ms=min_repeat_ms)
+    timed = TimedCostModel(ms.cost_model.CostModel.create(cost_model) if isinstance(
+        cost_model, str) else cost_model)
+    database = ms.database.JSONDatabase(work_dir=str(out / "metaschedule"))
+    with tqdm(total=trials, unit=" trials", desc=f"tune {profile.name}",
+              disable=None if progress else True) as bar:
+        curve = CurveCallback(len(tasks), bar)
+        start = time.perf_counter()
+        ms.tune_tasks(tasks=contexts, task_weights=weights, work_dir=str(out),
+                      max_trials_global=trials, num_trials_per_iter=trials_per_iter,
+                      builder=local_builder(), runner=make_runner(profile, plan),
+                      database=database, cost_model=timed,
+                      measure_callbacks=[*ms.measure_callback.MeasureCallback.create("default"),
+                                         curve])
+    return TuneResult(list(tasks), weights, pd.DataFrame(curve.rows), dict(timed.seconds),
+                      timed.rounds, time.perf_counter() - start)
+
+
+def xgbmodel_pretrained(dataset):
+    """TVM's ``XGBModel`` after ``update`` on every valid record of ``dataset`` (whose workload
+    IR loads in this TVM), task by task: baseline (d) of the tuning benchmark."""
+    from ._baselines import XGBModelBaseline
+
+    baseline = XGBModelBaseline(single_model=True).fit(dataset)
+    return baseline.models["all"]

@@ -1,0 +1,229 @@
+"""End-to-end tuning: gbxfer's cost model against TVM's XGBModel in MetaSchedule, same machine.
+
+    python scripts/bench_tune.py [--target x86-sse42-1t] [--trials 200] [--seeds 3]
+                                 [--network resnet18] [--report-only]
+
+On a hardware family whose data the pretrained models did not see (--target's family; the
+models pretrain on the bundled dataset's other families), tune each of four suite tasks
+(conv2d, depthwise conv2d, dense, batch matmul) for --trials trials, 16 per round, with
+  (a) gbxfer pretrained + online update   (--seeds seeds)
+  (b) gbxfer cold start                   (1 seed)
+  (c) TVM's default XGBModel              (--seeds seeds)
+  (d) XGBModel pretrained on the same source records (--seeds seeds)
+  (e) random scores                       (1 seed)
+Runs are interleaved (seed, then task, then method) and each is saved as it finishes under
+scripts/results/bench_tune/runs/, so the benchmark stops and continues; never run it beside
+another measurement. With --network, then tunes all tasks of that network of the suite (task
+weights, gradient task scheduler) with (a) and (c) for the same number of trials, compared
+at equal wall-clock time. Report: best latency at 25/50/100/200 trials and at equal
+wall-clock times, trials and seconds to reach (c)'s final best, cost-model seconds per round;
+scripts/results/bench_tune.{json,csv,png}.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from _results import RESULTS, print_table, write_results
+
+from gbxfer import load_dataset
+from gbxfer.model._config import load_model_config
+from gbxfer.profiles import find_config, load_profile
+from gbxfer.training import train
+from gbxfer.workloads import load_suite
+
+TASKS = ("conv2d_1_28_28_128_128_3_1_1", "depthwise_conv2d_1_56_56_144_3_1_1",
+         "dense_128_768_768", "batch_matmul_12_128_128_64")
+METHODS = {"a": "gbxfer pretrained + online", "b": "gbxfer cold start",
+           "c": "XGBModel (TVM default)", "d": "XGBModel pretrained", "e": "random"}
+RUNS = RESULTS / "bench_tune" / "runs"
+CHECKPOINTS = (25, 50, 100, 200)
+
+
+def source_data(target_family: str):
+    bundled = load_dataset("bundled").filter(valid=True)
+    return bundled.select((bundled.records["hardware_family"] != target_family).to_numpy())
+
+
+def pretrained_gbxfer(source, folder: Path):
+    from gbxfer.model import SavedModel
+
+    if not (folder / "model.json").exists():
+        train(source, load_model_config(), seed=0).save(folder)
+    return SavedModel.load(folder)
+
+
+def cost_model(method, seed, profile, pretrained, source):
+    from tvm.s_tir.meta_schedule.cost_model import XGBModel
+
+    from gbxfer.tvm import GbxferCostModel
+    from gbxfer.tvm._tune import xgbmodel_pretrained
+
+    if method == "a":
+        return GbxferCostModel(model=pretrained, hardware=profile.name, seed=seed)
+    if method == "b":
+        return GbxferCostModel(model=None, hardware=profile.name, seed=seed)
+    if method == "c":
+        return XGBModel(num_tuning_cores=1)
+    if method == "d":
+        return xgbmodel_pretrained(source)
+    return "random"
+
+
+def run_one(tasks, weights, method, seed, profile, trials, pretrained, source, name):
+    from gbxfer.tvm._tune import tune
+
+    path = RUNS / f"{name}.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    out = RESULTS / "bench_tune" / "work" / name
+    model = cost_model(method, seed, profile, pretrained, source)
+    result = tune(tasks, profile, model, trials, out, seed=seed, trials_per_iter=16,
+                  weights=weights)
+    row = {"name": name, "method": method, "seed": seed, "tasks": [t.name for t in tasks],
+           "weights": weights, "curve": result.curve.to_dict("list"),
+           "weighted": result.weighted_latency().tolist(),
+           "cost_model_seconds": result.cost_model_seconds, "rounds": result.rounds,
+           "seconds": result.seconds}
+    RUNS.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(row))
+    tmp.replace(path)
+    return row
+
+
+def best_at(run, trials=None, seconds=None) -> float:
+    curve = pd.DataFrame(run["curve"])
+    weighted = pd.Series(run["weighted"])
+    mask = curve["trials"] <= trials if trials is not None else curve["seconds"] <= seconds
+    values = weighted[mask.to_numpy()].dropna()
+    return float(values.min()) if len(values) else float("nan")
+
+
+def reach(run, level) -> tuple[float, float]:
+    """Trials and seconds at which a run first reaches ``level`` (inf when it never does)."""
+    curve = pd.DataFrame(run["curve"])
+    hit = np.flatnonzero(np.asarray(run["weighted"], dtype=float) <= level * (1 + 1e-9))
+    if not len(hit):
+        return float("inf"), float("inf")
+    return float(curve["trials"].iloc[hit[0]]), float(curve["seconds"].iloc[hit[0]])
+
+
+def gmean(values) -> float:
+    values = np.asarray([v for v in values if np.isfinite(v) and v > 0], dtype=float)
+    return float(np.exp(np.log(values).mean())) if len(values) else float("nan")
+
+
+def summarize(runs, trials) -> list[dict]:
+    rows = []
+    for task in dict.fromkeys(r["tasks"][0] if len(r["tasks"]) == 1 else "network"
+                              for r in runs):
+        mine = [r for r in runs if (r["tasks"][0] if len(r["tasks"]) == 1 else "network") == task]
+        ref_runs = [r for r in mine if r["method"] == "c"]
+        if not ref_runs:
+            continue
+        reference = gmean([best_at(r, trials=trials) for r in ref_runs])
+        ref_seconds = float(np.median([r["seconds"] for r in ref_runs]))
+        for method in METHODS:
+            sel = [r for r in mine if r["method"] == method]
+            if not sel:
+                continue
+            row = {"task": task, "method": method, "seeds": len(sel)}
+            for k in CHECKPOINTS:
+                if k <= trials:
+                    row[f"best_at_{k}_ms"] = 1e3 * gmean([best_at(r, trials=k) for r in sel])
+            for share in (0.25, 0.5, 1.0):
+                row[f"best_at_{share:g}T_ms"] = 1e3 * gmean(
+                    [best_at(r, seconds=share * ref_seconds) for r in sel])
+            hits = [reach(r, reference) for r in sel]
+            row["trials_to_c_final"] = float(np.median([h[0] for h in hits]))
+            row["seconds_to_c_final"] = float(np.median([h[1] for h in hits]))
+            row["trials_share"] = row["trials_to_c_final"] / trials
+            row["seconds_share"] = row["seconds_to_c_final"] / ref_seconds
+            row["final_vs_c"] = gmean([best_at(r, trials=trials) for r in sel]) / reference
+            row["cost_model_s_per_round"] = float(np.mean(
+                [sum(r["cost_model_seconds"].values()) / max(r["rounds"], 1) for r in sel]))
+            rows.append(row)
+    return rows
+
+
+def plot(runs):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(dict.fromkeys(r["tasks"][0] if len(r["tasks"]) == 1 else "network"
+                               for r in runs))
+    fig, axes = plt.subplots(2, len(names), figsize=(4 * len(names), 6.5), squeeze=False)
+    colors = dict(zip(METHODS, plt.rcParams["axes.prop_cycle"].by_key()["color"]))
+    for j, task in enumerate(names):
+        for r in runs:
+            if (r["tasks"][0] if len(r["tasks"]) == 1 else "network") != task:
+                continue
+            curve = pd.DataFrame(r["curve"])
+            y = 1e3 * pd.Series(r["weighted"]).cummin()
+            label = METHODS[r["method"]] if r["seed"] == 0 else None
+            axes[0][j].step(curve["trials"], y, where="post", color=colors[r["method"]],
+                            label=label, alpha=0.8)
+            axes[1][j].step(curve["seconds"], y, where="post", color=colors[r["method"]],
+                            alpha=0.8)
+        axes[0][j].set_title(task, fontsize=9)
+        axes[0][j].set_xlabel("trials")
+        axes[1][j].set_xlabel("seconds")
+        axes[0][j].set_ylabel("best latency (ms)")
+        axes[1][j].set_ylabel("best latency (ms)")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(RESULTS / "bench_tune.png", dpi=120)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--target", default="x86-sse42-1t", help="hardware profile tuned for")
+    parser.add_argument("--trials", type=int, default=200)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--network", default="resnet18",
+                        help="network of the suite tuned whole with (a) and (c); '' skips it")
+    parser.add_argument("--report-only", action="store_true",
+                        help="summarize the finished runs, measure nothing")
+    args = parser.parse_args()
+    profile = load_profile(args.target)
+    suite = load_suite(find_config("workloads", "networks"))
+    if not args.report_only:
+        source = source_data(profile.family)
+        pretrained = pretrained_gbxfer(source, RESULTS / "bench_tune" /
+                                       f"pretrained-no-{profile.family}")
+        for seed in range(args.seeds):
+            for task in suite.select(TASKS).tasks:
+                for method in METHODS:
+                    if method in "be" and seed > 0:
+                        continue
+                    start = time.perf_counter()
+                    run_one([task], [1.0], method, seed, profile, args.trials, pretrained,
+                            source, f"{task.name}-{method}-{seed}")
+                    print(f"{task.name} ({method}) seed {seed}: "
+                          f"{time.perf_counter() - start:.0f} s", flush=True)
+        if args.network:
+            tasks = [t for t in suite.tasks if t.weight_in(args.network) > 0]
+            weights = [t.weight_in(args.network) for t in tasks]
+            for method in "ac":
+                run_one(tasks, weights, method, 0, profile, args.trials * len(tasks) // 4,
+                        pretrained, source, f"network-{args.network}-{method}-0")
+    runs = [json.loads(p.read_text()) for p in sorted(RUNS.glob("*.json"))] if RUNS.exists() \
+        else []
+    rows = summarize(runs, args.trials)
+    print_table(rows, ["task", "method", "seeds", "best_at_25_ms", "best_at_200_ms",
+                       "trials_share", "seconds_share", "final_vs_c", "cost_model_s_per_round"])
+    if runs:
+        plot(runs)
+    write_results("bench_tune", rows, target=args.target, trials=args.trials,
+                  methods=METHODS)
+
+
+if __name__ == "__main__":
+    main()
