@@ -8,6 +8,7 @@ import pytest
 
 from gbxfer import SplitSpec, ingest
 from gbxfer.cli import main
+from gbxfer.model import SavedModel
 from gbxfer.training import evaluate, train
 from gbxfer.transfer import TransferConfig, draw_shots, hardware_similarity, transfer
 
@@ -73,3 +74,26 @@ def test_cli_transfer(gpus, tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     assert set(report["by_hardware"]) <= {"cuda-sm_86", "cuda-sm_80"}
     assert report["split"]["kind"] == "within-task"
+
+
+def test_cli_transfer_tuned_by_a_study_inside_the_shots(gpus, tmp_path, monkeypatch):
+    import gbxfer.study as study_module
+
+    seen = []
+    original = study_module.study_transfer
+
+    def spy(model, source, target, shots, *args, **kwargs):
+        seen.append(set(target.records["record_id"].iloc[shots]))
+        return original(model, source, target, shots, *args, **kwargs)
+
+    monkeypatch.setattr(study_module, "study_transfer", spy)
+    gpus.save(tmp_path / "ds")
+    assert main(["train", str(tmp_path / "ds"), "--holdout", "by-hardware:cuda-sm_86",
+                 "--out", str(tmp_path / "src"), "-q"]) == 0
+    assert main(["transfer", str(tmp_path / "src"), "--target-data", str(tmp_path / "ds"),
+                 "--shots", "4", "--holdout", "within-task", "--tune", "2",
+                 "--out", str(tmp_path / "t"), "-q"]) == 0
+    model = SavedModel.load(tmp_path / "t")
+    shots = set(model.extra["transfer"]["shot_record_ids"])
+    assert seen == [shots]  # the study saw exactly the shots
+    assert set(model.extra["transfer"]) >= {"target_weight", "temperature", "extra_rounds"}

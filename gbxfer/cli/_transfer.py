@@ -42,6 +42,10 @@ def add_parser(verbs, common):
     p.add_argument("--test-fraction", type=float, default=0.5)
     p.add_argument("--config", help="model config whose 'transfer' section sets the "
                                     "hyper-parameters (e.g. one exported by gbxfer study)")
+    p.add_argument("--tune", type=int, default=0, metavar="TRIALS",
+                   help="choose the settings by an Optuna study of this many trials that "
+                        "cross-validates inside the shots (never the evaluation data); "
+                        "--config then gives only the model's base")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True, type=Path, metavar="MODEL2")
     p.set_defaults(run=run)
@@ -63,6 +67,17 @@ def run(args) -> int:
     config = TransferConfig.from_dict(load_model_config(args.config).get("transfer")
                                       if args.config else None)
     shots = draw_shots(target, args.shots, args.seed, holdout)
+    if args.tune > 0:
+        import optuna
+
+        from ..study import study_transfer
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        study = study_transfer(model, source, target, shots, args.tune, "transfer", None,
+                               args.seed)
+        config = TransferConfig(**study.best_params)
+        log.info("Optuna study (%d trials, CV inside the shots): best top-1 %.4f with %s",
+                 args.tune, study.best_value, study.best_params)
     adapted = transfer(model, source, target, shots, config, args.seed, holdout)
     adapted.extra["command"] = command_stamp()
     adapted.save(args.out)
