@@ -1,0 +1,62 @@
+"""Ablation of the numpy hardware attention (feature-group gating) on the by-hardware split.
+
+    python scripts/bench_attention.py [--dataset bundled] [--seeds 5]
+
+For each hardware family of the dataset held out in turn (by-hardware split: the model never
+sees that family) and each seed, the default model config is trained with and without
+``attention:`` gating on the other families and evaluated on the held-out family. Reports mean
++- 95% CI over seeds per family and over all (family, seed) pairs, and the paired difference
+(with - without). Results: scripts/results/bench_attention.{json,csv}.
+"""
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+from _results import print_table, write_results
+from bench_model import ci95
+
+from gbxfer import SplitSpec, load_dataset
+from gbxfer.model._config import load_model_config
+from gbxfer.training import evaluate, train
+
+METRICS = ("pca", "top1", "top5")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default="bundled")
+    parser.add_argument("--seeds", type=int, default=5)
+    args = parser.parse_args()
+    dataset = load_dataset(args.dataset).filter(valid=True)
+    base = load_model_config()
+    arms = {"without": base, "with attention": {**base, "attention": {"dim": 8}}}
+    families = sorted(dataset.records["hardware_family"].unique())
+    results = {}
+    for family in families:
+        for seed in range(args.seeds):
+            split = SplitSpec("by-hardware", seed=seed, family=family)
+            for arm, config in arms.items():
+                report = evaluate(train(dataset, config, split, seed=seed), dataset)
+                results[(family, seed, arm)] = report
+                print(family, seed, arm, *(f"{m} {report[m]:.4f}" for m in METRICS), flush=True)
+    rows = []
+    for family in [*families, "all"]:
+        keys = [(f, s) for f in families for s in range(args.seeds) if family in (f, "all")]
+        for arm in [*arms, "difference"]:
+            row = {"held_out": family, "arm": arm, "n": len(keys)}
+            for m in METRICS:
+                if arm == "difference":
+                    values = [results[(f, s, "with attention")][m] - results[(f, s, "without")][m]
+                              for f, s in keys]
+                else:
+                    values = [results[(f, s, arm)][m] for f, s in keys]
+                row[m], row[f"{m}_ci"] = (round(v, 4) for v in ci95(values))
+            rows.append(row)
+    print()
+    print_table(rows)
+    write_results("bench_attention", rows, dataset=args.dataset, seeds=args.seeds)
+
+
+if __name__ == "__main__":
+    main()
