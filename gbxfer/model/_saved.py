@@ -59,6 +59,9 @@ class SavedModel:
         tmp = path / f".{stem}.tmp.{suffix}"  # XGBoost picks its format from the suffix
         self.ranker.booster_.save_model(str(tmp))
         os.replace(tmp, path / booster_file)
+        for other in ("booster.txt", "booster.json"):  # a previous model of the other backend
+            if other != booster_file and (path / other).exists():
+                (path / other).unlink()
         import lightgbm
         import sklearn
         import xgboost
