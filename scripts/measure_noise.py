@@ -11,12 +11,13 @@ Run it on an idle machine, never beside another collection. Results: scripts/res
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
-from _results import print_table, write_results
+from _results import RESULTS, print_table, write_results
 
 from gbxfer import load_dataset
 from gbxfer.metrics import ranking_report
@@ -30,6 +31,8 @@ def main() -> None:
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--taskset", default="", help="e.g. '1' to pin to core 1 (1-thread)")
+    parser.add_argument("--hardware", help="only these profiles (comma-separated); the rows of "
+                                           "other profiles already in results/noise.json stay")
     args = parser.parse_args()
     first = load_dataset(args.dataset)
     valid = first.records[first.records["valid"]]
@@ -39,6 +42,8 @@ def main() -> None:
     chosen = set(rng.choice(np.array(sorted(every)), size=min(args.programs, len(every)),
                             replace=False))
     subset = first.select(first.records["program_id"].isin(chosen).to_numpy())
+    if args.hardware:
+        subset = subset.filter(hardware=args.hardware.split(","))
     subset_path = args.out / "programs"
     subset.save(subset_path)
     profiles = ",".join(subset.hardware)
@@ -61,6 +66,13 @@ def main() -> None:
                      "p90_rel_diff": rel.quantile(0.9), "top1": report["top1"],
                      "top5": report["top5"], "pca": report["pca"],
                      "random_top1": report["random_top1"], "n_groups": report["n_groups"]})
+    previous = RESULTS / "noise.json"
+    if args.hardware and previous.exists():
+        measured = {row["hardware"] for row in rows}
+        kept = [dict(row, measured=json.loads(previous.read_text())["date"])
+                for row in json.loads(previous.read_text())["rows"]
+                if row["hardware"] not in measured]
+        rows = sorted(kept + rows, key=lambda row: row["hardware"])
     print_table(rows)
     write_results("noise", rows, dataset=str(args.dataset),
                   note="run 2 (a separate replay of the same programs) used as the ranking of "
