@@ -15,7 +15,10 @@ def test_bundled_loads_by_name_and_by_call(capsys):
 def test_bundled_was_collected_by_gbxfer_collect_on_paired_profiles():
     ds = gbxfer.load_bundled()
     s = ds.summary()
-    assert len(s["hardware"]) >= 3 and s["n_tasks"] >= 30
+    # the counts: >= 10,000 valid, >= 40 tasks, >= 4 profiles, >= 64 programs per
+    # (task, profile) on average, at least half of the programs on every profile
+    assert len(s["hardware"]) >= 4 and s["n_tasks"] >= 40 and s["n_valid"] >= 10_000
+    assert s["n_records"] / (s["n_tasks"] * len(s["hardware"])) >= 64
     assert s["n_programs_on_every_hardware"] >= s["n_programs"] / 2
     assert all("gbxfer collect" in c["argv"] for c in ds.manifest["commands"])
     tasks = ds.tasks

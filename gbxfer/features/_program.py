@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 import re
 import zlib
+from collections import defaultdict
 
 import numpy as np
 import orjson
@@ -163,11 +164,11 @@ _SET_COLS = frozenset(range(SPAX0, SPAX0 + N_SP_AXES * N_SP_AXIS_LEVELS)) | froz
     range(RDAX0, RDAX0 + N_RD_AXES * N_RD_AXIS_LEVELS))
 
 
-def _delta(vec) -> tuple:
-    """What a contribution written into a zero vector does to any vector: ``(adds, maxes,
-    sets)``, each a tuple of (column, value)."""
+def _delta(vec: dict) -> tuple:
+    """What a contribution written into a zero vector (a ``defaultdict(float)`` of column ->
+    value) does to any vector: ``(adds, maxes, sets)``, each a tuple of (column, value)."""
     adds, maxes, sets = [], [], []
-    for col, value in enumerate(vec):
+    for col, value in vec.items():
         if value:
             (maxes if col in _MAX_COLS else sets if col in _SET_COLS else adds).append(
                 (col, value))
@@ -207,9 +208,10 @@ class _MetaSchedulePlan:
     and in the postprocessing instructions, so the per-program work is a pass over these.
     """
 
-    def __init__(self, insts):
+    def __init__(self, insts, splits: dict | None = None):
         self.static = [0.0] * len(COLUMNS)
         self._deltas: dict[tuple, tuple] = {}  # (index, decision) -> its contribution
+        self.splits = {} if splits is None else splits  # (factors, axis) -> delta, shared
         self.decision_kind: dict[int, tuple] = {}
         self.tokens: list[tuple[int, int]] = []  # (instruction index, bucket seed)
         uses: dict[str, str] = {}  # sampled variable -> annotation key that consumes it
@@ -293,28 +295,43 @@ class _MetaSchedulePlan:
 
     def _decision(self, index, decision) -> tuple:
         """``(delta, compute-at depth or None)`` of one sampling decision."""
-        vec = [0.0] * len(COLUMNS)
-        depth = None
         text = orjson.dumps(decision)
-        vec[DEC0 + zlib.crc32(text, index) % N_DECISION_HASH] += 1
+        hashed = [(DEC0 + zlib.crc32(text, index) % N_DECISION_HASH, 1.0)]
         seed = self.token_seed.get(index)
         if seed is not None:
-            vec[TOK0 + zlib.crc32(text, seed) % N_HASH] += 1
+            hashed.append((TOK0 + zlib.crc32(text, seed) % N_HASH, 1.0))
         how = self.decision_kind.get(index)
         if how is None:
-            pass
-        elif how[0] == "tile" and isinstance(decision, list):
-            _add_split(vec, decision, how[1])
-        elif how[0] == "categorical" and isinstance(decision, int):
+            return (tuple(hashed), (), ()), None
+        if how[0] == "tile" and isinstance(decision, list):
+            try:
+                adds, maxes, sets = _split_delta(tuple(decision), how[1], self.splits)
+            except TypeError:  # not a list of factors
+                return (tuple(hashed), (), ()), None
+            return (tuple(hashed) + adds, maxes, sets), None
+        if how[0] == "categorical" and isinstance(decision, int):
             candidates, key = how[1], how[2]
             value = candidates[decision] if 0 <= decision < len(candidates) else 0
             if key in ("meta_schedule.unroll_explicit", "meta_schedule.unroll_implicit"):
-                vec[COL["unroll_log2"]] = _log2(1 + value)
-            elif key == "meta_schedule.cooperative_fetch":
-                vec[COL["fetch_vector_log2"]] = _log2(value)
+                return (tuple(hashed), ((COL["unroll_log2"], _log2(1 + value)),), ()), None
+            if key == "meta_schedule.cooperative_fetch":
+                return (tuple(hashed), ((COL["fetch_vector_log2"], _log2(value)),), ()), None
         elif how[0] == "location" and isinstance(decision, int):
-            depth = max(decision, 0)
-        return _delta(vec), depth
+            return (tuple(hashed), (), ()), max(decision, 0)
+        return (tuple(hashed), (), ()), None
+
+
+def _split_delta(factors: tuple, axis: int, cache: dict) -> tuple:
+    """The delta of one split's tile factors (see :func:`_add_split`), cached in ``cache`` (one
+    per featurizer): every program and sketch that samples the same factors for the same axis
+    shares it."""
+    key = (factors, axis)
+    delta = cache.get(key)
+    if delta is None:
+        vec = defaultdict(float)
+        _add_split(vec, factors, axis)
+        delta = cache[key] = _delta(vec)
+    return delta
 
 
 def _set_axis(vec, factors, axis: int) -> None:
@@ -335,7 +352,7 @@ _ANSOR_STEP = re.compile(r'\],(?=\[")')  # between two steps of a compact step l
 def _ansor_step(position: int, step) -> tuple:
     """``(delta, compute-at depth or None, split factors or None)`` of one Ansor step at its
     position (every step is a token: the first MAX_TOKENS count in the hashed encoding)."""
-    vec = [0.0] * len(COLUMNS)
+    vec = defaultdict(float)
     depth = factors = None
     code = step[0]
     kind = ANSOR_KINDS.get(code, "other")
@@ -385,6 +402,7 @@ class ProgramFeaturizer:
         self._plans: dict[bytes, _MetaSchedulePlan] = {}
         self._postproc: dict[str, list] = {}
         self._ansor_steps: dict[tuple, tuple] = {}
+        self._splits: dict[tuple, tuple] = {}  # tile factors -> delta, shared by the plans
         self.max_plans = max_plans
 
     def metaschedule(self, trace) -> list:
@@ -399,7 +417,8 @@ class ProgramFeaturizer:
         if plan is None:
             if len(self._plans) >= self.max_plans:
                 self._plans.clear()
-            plan = self._plans[key] = _MetaSchedulePlan(insts[:split])
+                self._splits.clear()
+            plan = self._plans[key] = _MetaSchedulePlan(insts[:split], self._splits)
         return plan.features(decisions, insts[split:])
 
     def ansor(self, steps) -> list:
@@ -457,7 +476,8 @@ class ProgramFeaturizer:
             split = next(i for i, inst in enumerate(insts) if inst[0] == "EnterPostproc")
             if len(self._plans) >= self.max_plans:
                 self._plans.clear()
-            plan = self._plans[key] = _MetaSchedulePlan(insts[:split])
+                self._splits.clear()
+            plan = self._plans[key] = _MetaSchedulePlan(insts[:split], self._splits)
         # The postprocessing instructions repeat across programs too: count them once per
         # distinct text, and parse only the decisions (they start at ",[[<index>").
         boundary = _DECISIONS.search(text, pos)
@@ -470,9 +490,9 @@ class ProgramFeaturizer:
         if postproc is None:
             if len(self._postproc) >= self.max_plans:
                 self._postproc.clear()
-            vec = [0.0] * len(COLUMNS)
+            vec = defaultdict(float)
             _postproc_part(vec, orjson.loads("[" + postproc_text + "]"))
-            postproc = self._postproc[postproc_text] = [(i, v) for i, v in enumerate(vec) if v]
+            postproc = self._postproc[postproc_text] = [(i, v) for i, v in vec.items() if v]
         vec = plan.features(orjson.loads(text[end + 2:-1]))
         for i, v in postproc:
             if i == UNROLL:
