@@ -144,7 +144,8 @@ def main() -> None:
     if LOG.exists():
         for line in LOG.read_text().splitlines():
             row = json.loads(line)
-            done[(row["setting"], row["seed"], row["k"])] = row
+            if row.get("trials", 10) == args.trials:  # runs of another study size are redone
+                done[(row["setting"], row["seed"], row["k"])] = row
     hard = {}
     for name, source, target in settings(args.settings.split(",")):
         hard[name] = hardness(source, target)
@@ -156,8 +157,8 @@ def main() -> None:
                     continue
                 start = time.perf_counter()
                 arms = one(source, target, seed, k, args.trials, config)
-                row = {"setting": name, "seed": seed, "k": k, "arms": arms,
-                       "seconds": time.perf_counter() - start}
+                row = {"setting": name, "seed": seed, "k": k, "trials": args.trials,
+                       "arms": arms, "seconds": time.perf_counter() - start}
                 done[(name, seed, k)] = row
                 RESULTS.mkdir(exist_ok=True)
                 with open(LOG, "a") as f:
