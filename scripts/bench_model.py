@@ -57,6 +57,7 @@ def per_store_frame(dataset):
 
 
 DEFAULT, LAMBDARANK = load_model_config(), load_model_config("lambdarank")
+XGB_FEATURES: dict = {}  # per-store matrices by program id, extracted once for every seed
 
 
 def run_models(dataset, split, seed, models, per_store):
@@ -87,7 +88,7 @@ def run_models(dataset, split, seed, models, per_store):
                 from gbxfer.tvm._baselines import XGBModelBaseline
             except ImportError:
                 continue
-            baseline = XGBModelBaseline().fit(valid.select(~test))
+            baseline = XGBModelBaseline(cache=XGB_FEATURES).fit(valid.select(~test))
             scores = baseline.predict(valid.select(test))
             if np.isnan(scores).all():
                 continue
