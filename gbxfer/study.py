@@ -43,6 +43,9 @@ def _run(study: optuna.Study, objective, n_trials: int) -> optuna.Study:
     done = len([t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE])
     if n_trials > done:
         study.optimize(objective, n_trials=n_trials - done)
+    if not any(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials):
+        raise GbxferError(f"no trial of study {study.study_name!r} finished with a score (too "
+                          "few shots or groups to cross-validate?)")
     return study
 
 
@@ -81,9 +84,18 @@ def study_model(dataset: Dataset, config: dict, n_trials: int, name: str, storag
 
 def study_transfer(model, source: Dataset, target: Dataset, shots, n_trials: int, name: str,
                    storage: str, seed: int = 0, metric: str = "top1") -> optuna.Study:
-    """Tune :class:`TransferConfig` by 2-fold CV inside the shots (split by program)."""
+    """Tune :class:`TransferConfig` by 2-fold CV inside the shots: the shots of half of the
+    task x hardware groups adapt the model, the other half's shots score it, and back (with a
+    single group, its programs are split instead). A fold's groups keep all their K shots, so
+    even K = 2 leaves pairs to rank."""
     shot_records = target.records.iloc[shots]
-    fold_of = (np.arange(len(shots)) % 2)[np.argsort(np.argsort(shot_records["program_id"]))]
+    keys = (shot_records["task_key"] + "|" + shot_records["hardware"]).to_numpy()
+    names = np.unique(keys)
+    if len(names) >= 2:
+        fold_of = np.searchsorted(names, keys) % 2
+    else:
+        fold_of = (np.arange(len(shots)) % 2)[np.argsort(np.argsort(
+            shot_records["program_id"].to_numpy()))]
 
     def objective(trial):
         config = TransferConfig(**transfer_space(trial))
