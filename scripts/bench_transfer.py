@@ -132,6 +132,8 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=10, help="Optuna trials of the tuned arm")
     parser.add_argument("--settings", default="bundled,gpus")
     parser.add_argument("--fresh", action="store_true", help="forget finished runs")
+    parser.add_argument("--report-only", action="store_true",
+                        help="summarize the finished runs, compute nothing new")
     args = parser.parse_args()
     import optuna
 
@@ -153,7 +155,7 @@ def main() -> None:
               f"latency Spearman {hard[name]:.3f}", flush=True)
         for seed in range(args.seeds):
             for k in shots:
-                if (name, seed, k) in done:
+                if (name, seed, k) in done or args.report_only:
                     continue
                 start = time.perf_counter()
                 arms = one(source, target, seed, k, args.trials, config)
