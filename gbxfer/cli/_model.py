@@ -132,8 +132,8 @@ METRICS = ["pca", "top1", "top5", "apeak5", "random_top1", "random_top5", "n_gro
 
 
 def run_evaluate(args) -> int:
-    report = _evaluate_all(load_models(args.model), load_dataset_arg(args.dataset),
-                           args.hardware)
+    dataset = load_dataset_arg(args.dataset)
+    report = _evaluate_all(load_models(args.model), dataset, args.hardware)
     if args.json:
         print(json.dumps(report, indent=1, default=float))
         return 0
@@ -146,8 +146,13 @@ def run_evaluate(args) -> int:
             print(f"\n{name} test programs (measured / not measured on a training family):")
             print(format_table([{"part": name, **report[name]}], ["part", *METRICS]))
     print()
-    print(format_table([{"task|hardware": k[:60], **v} for k, v in report["by_task"].items()],
-                       ["task|hardware", "pca", "top1", "top5", "random_top1", "n_records"]))
+    names = dict(zip(dataset.tasks["task_key"], dataset.tasks["description"]))
+    rows = []
+    for key, rep in report["by_task"].items():
+        task, _, hw = key.rpartition("|")
+        rows.append({"task": (names.get(task) or task)[:60], "hardware": hw, **rep})
+    print(format_table(rows, ["task", "hardware", "pca", "top1", "top5", "random_top1",
+                              "n_records"]))
     return 0
 
 
