@@ -23,7 +23,7 @@ from gbxfer.features._program import ProgramFeaturizer
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
-def stored(name, ds, repeats=3):
+def stored(name, ds, repeats=7):
     r = ds.records.drop_duplicates("program_id")
     best = float("inf")
     for _ in range(repeats):
@@ -57,8 +57,7 @@ def live(n_candidates):
         schedules = [c.schedule for c in cands]
         featurizer = ProgramFeaturizer()
         start = time.perf_counter()
-        for sch in schedules:
-            featurizer.metaschedule(to_python(sch.trace.as_json()))
+        featurizer.transform_traces([to_python(sch.trace.as_json()) for sch in schedules])
         ours = time.perf_counter() - start
         context = ms.TuneContext(mod=mod, target=target, task_name=task.name, num_threads=1)
         args_info = ms.arg_info.ArgInfo.from_prim_func(mod["main"])

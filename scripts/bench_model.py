@@ -102,20 +102,30 @@ def run_models(dataset, split, seed, models, per_store):
     return out
 
 
+SPEED_SOURCES = (SHARED / "bennu-ansor", SHARED / "bennu-metaschedule-a100-resnet34")
+
+
+def speed_records(dataset, shared_sources=SPEED_SOURCES, seed=0, size=100_000):
+    """``size`` valid records resampled (with the seed) from ``dataset`` merged with the shared
+    third-party data, and how many distinct records they were drawn from."""
+    parts = [dataset] + [ingest([s]) for s in shared_sources if s.exists()]
+    merged = Dataset.concat(parts).filter(valid=True)
+    rows = np.random.default_rng(seed).choice(len(merged), size=size,
+                                              replace=len(merged) < size)
+    return merged.select(np.sort(rows)), len(merged)
+
+
 def speed(dataset, shared_sources, seed):
     """Training on 100,000 records (resampled with the seed) and predicting 2,048 candidates,
     gbxfer's default config against TVM's XGBModel training and prediction code on the same
     feature rows (each record one "store"), in the same run."""
-    parts = [dataset] + [ingest([s]) for s in shared_sources if s.exists()]
-    merged = Dataset.concat(parts).filter(valid=True)
-    rng = np.random.default_rng(seed)
-    rows = rng.choice(len(merged), size=100_000, replace=len(merged) < 100_000)
-    fm = build(merged.select(np.sort(rows)), BASE)
+    resampled, distinct = speed_records(dataset, shared_sources, seed)
+    fm = build(resampled, BASE)
     r = fm.records
     start = time.perf_counter()
     model = GBCostRanker(**{**DEFAULT["params"], "random_state": seed}).fit(
         fm.X, r["label"], groups=r["group"])
-    out = {"train_records": len(r), "distinct_source_records": len(merged),
+    out = {"train_records": len(r), "distinct_source_records": distinct,
            "train_seconds": time.perf_counter() - start}
     batch = fm.X[:2048]
     out["predict_2048_ms"] = _median_ms(lambda: model.predict(batch))
@@ -196,8 +206,7 @@ def main() -> None:
                        "group_size_median", "n_test_records"])
     extra = {}
     if not args.quick:
-        extra["speed"] = speed(dataset, [SHARED / "bennu-ansor",
-                                         SHARED / "bennu-metaschedule-a100-resnet34"], 0)
+        extra["speed"] = speed(dataset, SPEED_SOURCES, 0)
         print("\nspeed:", extra["speed"])
     plot(rows)
     write_results("bench_model", rows, dataset=args.dataset, **extra)

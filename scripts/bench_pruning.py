@@ -1,11 +1,12 @@
 """Pruning: ranking quality against the kept fraction, coreset vs random (by-task split).
 
-    python scripts/bench_pruning.py [--dataset bundled] [--seeds 5]
+    python scripts/bench_pruning.py [--dataset bundled] [--seeds 5] [--speed-only]
 
 For each seed: a by-task split (test fraction 0.3); the training part pruned to each kept
 fraction by each method; a default model trained on it and evaluated on the full test part.
 Targets: keeping <= 40% loses <= 1 point of PCA (mean); coreset above random at every
-fraction <= 50%. Results: scripts/results/bench_pruning.{json,csv,png}.
+fraction <= 50%. Speed: pruning the model benchmark's 100,000 resampled records (bundled +
+shared third-party data) to 40%, target under a minute. Results: scripts/results/bench_pruning.{json,csv,png}.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import time
 
 import numpy as np
 from _results import RESULTS, print_table, write_results
-from bench_model import ci95
+from bench_model import ci95, speed_records
 
 from gbxfer import SplitSpec, load_dataset
 from gbxfer.model._config import load_model_config
@@ -28,8 +29,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="bundled")
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--speed-only", action="store_true",
+                        help="only time pruning 100,000 records")
     args = parser.parse_args()
     dataset = load_dataset(args.dataset)
+    speed = prune_speed(dataset)
+    print("speed:", speed)
+    if args.speed_only:
+        return
     config = load_model_config(None)
     results = {}
     for seed in range(args.seeds):
@@ -69,7 +76,19 @@ def main() -> None:
     plot(rows)
     write_results("bench_pruning", rows, dataset=args.dataset,
                   summary={"pca_full": full, "pca_coreset_40": at40,
-                           "coreset_above_random_le_50": above})
+                           "coreset_above_random_le_50": above}, speed=speed)
+
+
+def prune_speed(dataset, keep=0.4) -> dict:
+    """Seconds to prune 100,000 resampled records (features included), per method."""
+    records, distinct = speed_records(dataset)
+    out = {"records": len(records), "distinct_records": distinct, "keep": keep}
+    for method in ("coreset", "random"):
+        start = time.perf_counter()
+        kept = prune(records, keep, method, seed=0)
+        out[f"{method}_seconds"] = round(time.perf_counter() - start, 2)
+        out[f"{method}_kept"] = len(kept)
+    return out
 
 
 def plot(rows):

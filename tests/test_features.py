@@ -105,6 +105,13 @@ def test_text_fast_path_equals_parsing_the_whole_trace(ms_a100_dataset, example_
         a = np.array([parsed.metaschedule(orjson.loads(t)) for t in texts])
         b = np.array([fast.metaschedule_text(t) for t in texts])
         assert np.array_equal(a, b)
+        # batched, live (trace lists) and with the caches dropped between batches: the same
+        batched = ProgramFeaturizer(max_parts=50)
+        c = np.vstack([batched.transform(["metaschedule"] * 100, list(texts[i:i + 100]))
+                       for i in range(0, len(texts), 100)])
+        d = ProgramFeaturizer().transform_traces([orjson.loads(t) for t in texts])
+        assert np.array_equal(a, c) and np.array_equal(a, d)
+        assert len(batched._parts) <= 50  # dropped after a batch, not grown without bound
 
 
 def test_ansor_text_path_equals_parsing_and_fills_the_by_axis_tiles(ansor_a100_dataset):

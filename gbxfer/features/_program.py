@@ -160,34 +160,103 @@ def _add_split(vec, factors, axis: int = -1) -> None:
 
 _MAX_COLS = frozenset([_SP_MAX, _RD_MAX] + [COL[c] for c in (
     "unroll_log2", "vectorize_log2", "parallel_log2", "fetch_vector_log2")])
-_SET_COLS = frozenset(range(SPAX0, SPAX0 + N_SP_AXES * N_SP_AXIS_LEVELS)) | frozenset(
+# The by-axis columns are written once per program (each split has its own axis index) over
+# zeros, so "set" and "maximum" agree on them.
+_MAX_COLS |= frozenset(range(SPAX0, SPAX0 + N_SP_AXES * N_SP_AXIS_LEVELS)) | frozenset(
     range(RDAX0, RDAX0 + N_RD_AXES * N_RD_AXIS_LEVELS))
+_DEPTH_MEAN, _DEPTH_MAX = COL["compute_at_depth_mean"], COL["compute_at_depth_max"]
+_FETCH = COL["fetch_vector_log2"]
 
 
-def _delta(vec: dict) -> tuple:
-    """What a contribution written into a zero vector (a ``defaultdict(float)`` of column ->
-    value) does to any vector: ``(adds, maxes, sets)``, each a tuple of (column, value)."""
-    adds, maxes, sets = [], [], []
+def _entries(vec: dict) -> tuple:
+    """``(add columns, add values, max columns, max values)`` of the non-zero entries of a
+    contribution ``vec`` (column -> value, as written into zeros)."""
+    add_cols, add_vals, max_cols, max_vals = [], [], [], []
     for col, value in vec.items():
         if value:
-            (maxes if col in _MAX_COLS else sets if col in _SET_COLS else adds).append(
-                (col, value))
-    return tuple(adds), tuple(maxes), tuple(sets)
+            if col in _MAX_COLS:
+                max_cols.append(col)
+                max_vals.append(value)
+            else:
+                add_cols.append(col)
+                add_vals.append(value)
+    return add_cols, add_vals, max_cols, max_vals
 
 
-def _apply(vec, delta) -> None:
-    adds, maxes, sets = delta
-    for col, value in adds:
-        vec[col] += value
-    for col, value in maxes:
-        if value > vec[col]:
-            vec[col] = value
-    for col, value in sets:
-        vec[col] = value
+class _Parts:
+    """Contributions to feature vectors, each registered once under an integer id.
+
+    A part holds additive entries (counts, level sums, hash buckets), maximum entries (the
+    ``*_max`` / ``*_log2`` annotation columns and the by-axis tile columns) and compute-at
+    depths. A program is the list of its parts' ids — a sketch's fixed instructions, its
+    postprocessing, one part per sampling decision or Ansor step — and :meth:`assemble` turns
+    many programs into rows at once with numpy, so the per-program Python work is a few
+    dictionary look-ups.
+    """
+
+    def __init__(self):
+        self.add_ptr, self.add_col, self.add_val = [0], [], []
+        self.max_ptr, self.max_col, self.max_val = [0], [], []
+        self.depth_ptr, self.depth_val = [0], []
+
+    def __len__(self) -> int:
+        return len(self.add_ptr) - 1
+
+    def add(self, vec: dict, depths=()) -> int:
+        """Register the contribution ``vec`` (column -> value, as written into zeros)."""
+        return self.add_entries(*_entries(vec), depths)
+
+    def add_entries(self, add_cols, add_vals, max_cols=(), max_vals=(), depths=()) -> int:
+        """Register a contribution given as additive and maximum (columns, values)."""
+        self.add_col += add_cols
+        self.add_val += add_vals
+        self.add_ptr.append(len(self.add_col))
+        self.max_col += max_cols
+        self.max_val += max_vals
+        self.max_ptr.append(len(self.max_col))
+        self.depth_val += depths
+        self.depth_ptr.append(len(self.depth_val))
+        return len(self.add_ptr) - 2
+
+    def assemble(self, programs: list[list[int]]) -> np.ndarray:
+        """One float32 row per program (a list of part ids)."""
+        n, width = len(programs), len(COLUMNS)
+        lengths = np.fromiter(map(len, programs), dtype=np.int64, count=n)
+        parts = np.fromiter((i for ids in programs for i in ids), dtype=np.int64,
+                            count=int(lengths.sum()))
+        rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        out = np.zeros(n * width)
+        at_rows, at = self._expand(parts, rows, self.add_ptr)
+        out += np.bincount(at_rows * width + np.asarray(self.add_col, dtype=np.int64)[at],
+                           weights=np.asarray(self.add_val)[at], minlength=n * width)
+        at_rows, at = self._expand(parts, rows, self.max_ptr)
+        np.maximum.at(out, at_rows * width + np.asarray(self.max_col, dtype=np.int64)[at],
+                      np.asarray(self.max_val)[at])
+        out = out.reshape(n, width)
+        at_rows, at = self._expand(parts, rows, self.depth_ptr)
+        if len(at):
+            depths = np.asarray(self.depth_val, dtype=np.float64)[at]
+            count = np.bincount(at_rows, minlength=n)
+            seen = count > 0
+            out[seen, _DEPTH_MEAN] = (np.bincount(at_rows, weights=depths, minlength=n)[seen]
+                                      / count[seen])
+            deepest = np.full(n, -np.inf)
+            np.maximum.at(deepest, at_rows, depths)
+            out[seen, _DEPTH_MAX] = deepest[seen]
+        return out.astype(np.float32)
+
+    @staticmethod
+    def _expand(parts, rows, ptr) -> tuple[np.ndarray, np.ndarray]:
+        """The row and the position of every entry of the given parts (CSR expansion)."""
+        ptr = np.asarray(ptr, dtype=np.int64)
+        start, count = ptr[parts], ptr[parts + 1] - ptr[parts]
+        offsets = np.repeat(start - np.cumsum(count) + count, count)
+        return np.repeat(rows, count), offsets + np.arange(len(offsets))
 
 
-def _postproc_part(vec, insts) -> None:
+def _postproc_part(insts) -> dict:
     """Instructions after EnterPostproc (they vary with the decisions): kinds, binds, unroll."""
+    vec = defaultdict(float)
     for inst in insts:
         name = inst[0]
         vec[KIND_COL.get(name, OTHER_COL)] += 1
@@ -198,22 +267,25 @@ def _postproc_part(vec, insts) -> None:
         elif name == "Annotate" and inst[2] and inst[2][0] == "pragma_auto_unroll_max_step":
             value = inst[1][1] if len(inst[1]) > 1 else 0
             if isinstance(value, int):
-                vec[COL["unroll_log2"]] = max(vec[COL["unroll_log2"]], _log2(1 + value))
+                vec[UNROLL] = max(vec[UNROLL], _log2(1 + value))
+    return vec
 
 
 class _MetaSchedulePlan:
     """What one trace sketch (its instructions up to EnterPostproc) contributes, precomputed.
 
     All programs of one design-space sketch share those instructions and differ in decisions
-    and in the postprocessing instructions, so the per-program work is a pass over these.
+    and in the postprocessing instructions, so a program is the sketch's fixed part, its
+    postprocessing part and one part per decision (cached: programs share decisions).
     """
 
-    def __init__(self, insts, splits: dict | None = None):
-        self.static = [0.0] * len(COLUMNS)
-        self._deltas: dict[tuple, tuple] = {}  # (index, decision) -> its contribution
-        self.splits = {} if splits is None else splits  # (factors, axis) -> delta, shared
+    def __init__(self, insts, parts: _Parts, splits: dict):
+        self.parts = parts
+        self.splits = splits  # (factors, axis) -> entries, shared by the plans
+        self._ids: dict[tuple, int] = {}  # (index, decision) -> part id
         self.decision_kind: dict[int, tuple] = {}
-        self.tokens: list[tuple[int, int]] = []  # (instruction index, bucket seed)
+        static = defaultdict(float)
+        tokens: list[tuple[int, int]] = []  # (instruction index, bucket seed)
         uses: dict[str, str] = {}  # sampled variable -> annotation key that consumes it
         for inst in insts:
             if inst[0] == "Annotate" and len(inst[1]) > 1 and isinstance(inst[1][1], str):
@@ -222,7 +294,7 @@ class _MetaSchedulePlan:
         for index, inst in enumerate(insts):
             name, inputs, attrs, outputs = (list(inst) + [[], [], []])[:4]
             kind = MS_KINDS.get(name, "other")
-            self.static[COUNT0 + KINDS.index(kind)] += 1
+            static[COUNT0 + KINDS.index(kind)] += 1
             if name == "SamplePerfectTile":
                 self.decision_kind[index] = ("tile",)
             elif name == "SampleCategorical" and attrs:
@@ -234,104 +306,103 @@ class _MetaSchedulePlan:
                 axis = str(attrs[0])
                 col = ("bind_block" if axis.startswith("blockIdx") else "bind_vthread"
                        if axis.startswith("vthread") else "bind_thread")
-                self.static[COL[col]] += 1
+                static[COL[col]] += 1
             elif name in ("CacheRead", "CacheWrite") and len(attrs) > 1:
                 col = _scope_col("cache_read" if name == "CacheRead" else "cache_write", attrs[1])
                 if col is not None:
-                    self.static[col] += 1
+                    static[col] += 1
             elif name == "Annotate" and attrs and len(inputs) > 1:
-                self._annotation(str(attrs[0]), inputs[1])
+                self._annotation(static, str(attrs[0]), inputs[1])
             elif name in ("ComputeAt", "ReverseComputeAt") and len(attrs) > 1:
                 depths.append(attrs[1])
-            if kind != "structure" and len(self.tokens) < MAX_TOKENS:
+            if kind != "structure" and len(tokens) < MAX_TOKENS:
                 args = attrs if kind in ("annotate", "bind", "cache_read", "cache_write") else []
-                self.tokens.append((index, zlib.crc32(orjson.dumps(
-                    [kind, len(self.tokens), args]))))
-        self.static_depths = [d for d in depths if isinstance(d, int) and d >= 0]
+                tokens.append((index, zlib.crc32(orjson.dumps([kind, len(tokens), args]))))
         # tokens of instructions without a decision are the same for every program of the
         # sketch: count them once; the others are hashed with their decision per program
         self.token_seed: dict[int, int] = {}
-        for index, seed in self.tokens:
+        for index, seed in tokens:
             if insts[index][0].startswith("Sample"):
                 self.token_seed[index] = seed
             else:
-                self.static[TOK0 + seed % N_HASH] += 1
+                static[TOK0 + seed % N_HASH] += 1
+        self.static_id = parts.add(static, [d for d in depths if isinstance(d, int) and d >= 0])
         tiles = [(i, insts[i][2][0] if insts[i][2] else 0) for i, how in
                  sorted(self.decision_kind.items()) if how[0] == "tile"]
         for (index, _), axis in zip(tiles, _axis_positions([n for _, n in tiles])):
             self.decision_kind[index] = ("tile", axis)
 
-    def _annotation(self, key: str, value) -> None:
+    @staticmethod
+    def _annotation(static, key: str, value) -> None:
         if not isinstance(value, int):
             return
         col = {"pragma_auto_unroll_max_step": "unroll_log2",
                "meta_schedule.vectorize": "vectorize_log2",
                "meta_schedule.parallel": "parallel_log2"}.get(key)
         if col is not None:
-            self.static[COL[col]] = max(self.static[COL[col]], _log2(1 + value))
+            static[COL[col]] = max(static[COL[col]], _log2(1 + value))
 
-    def features(self, decisions, postproc_insts=()) -> list:
-        vec = self.static[:]
-        _postproc_part(vec, postproc_insts)
-        depths = list(self.static_depths)
-        cache = self._deltas
+    def program(self, decisions, postproc_id: int) -> list[int]:
+        """The part ids of one program of this sketch."""
+        ids = [self.static_id, postproc_id]
+        cache = self._ids
         for index, decision in decisions:
             try:
                 key = (index, decision if isinstance(decision, int) else tuple(decision))
-                hit = cache.get(key)
+                part = cache.get(key)
             except TypeError:  # nested lists: key on the text
                 key = (index, orjson.dumps(decision))
-                hit = cache.get(key)
-            if hit is None:
-                hit = cache[key] = self._decision(index, decision)
-            delta, depth = hit
-            _apply(vec, delta)
-            if depth is not None:
-                depths.append(depth)
-        if depths:
-            vec[COL["compute_at_depth_mean"]] = sum(depths) / len(depths)
-            vec[COL["compute_at_depth_max"]] = max(depths)
-        return vec
+                part = cache.get(key)
+            if part is None:
+                part = cache[key] = self._decision(index, decision)
+            ids.append(part)
+        return ids
 
-    def _decision(self, index, decision) -> tuple:
-        """``(delta, compute-at depth or None)`` of one sampling decision."""
+    def _decision(self, index, decision) -> int:
+        """The part of one sampling decision: its hash buckets, and what it decides."""
         text = orjson.dumps(decision)
-        hashed = [(DEC0 + zlib.crc32(text, index) % N_DECISION_HASH, 1.0)]
+        cols = [DEC0 + zlib.crc32(text, index) % N_DECISION_HASH]
         seed = self.token_seed.get(index)
         if seed is not None:
-            hashed.append((TOK0 + zlib.crc32(text, seed) % N_HASH, 1.0))
+            cols.append(TOK0 + zlib.crc32(text, seed) % N_HASH)
+        vals = [1.0] * len(cols)
         how = self.decision_kind.get(index)
         if how is None:
-            return (tuple(hashed), (), ()), None
+            return self.parts.add_entries(cols, vals)
         if how[0] == "tile" and isinstance(decision, list):
             try:
-                adds, maxes, sets = _split_delta(tuple(decision), how[1], self.splits)
+                add_cols, add_vals, max_cols, max_vals = _split_entries(
+                    tuple(decision), how[1], self.splits)
             except TypeError:  # not a list of factors
-                return (tuple(hashed), (), ()), None
-            return (tuple(hashed) + adds, maxes, sets), None
+                return self.parts.add_entries(cols, vals)
+            return self.parts.add_entries(cols + add_cols, vals + add_vals, max_cols, max_vals)
         if how[0] == "categorical" and isinstance(decision, int):
             candidates, key = how[1], how[2]
             value = candidates[decision] if 0 <= decision < len(candidates) else 0
             if key in ("meta_schedule.unroll_explicit", "meta_schedule.unroll_implicit"):
-                return (tuple(hashed), ((COL["unroll_log2"], _log2(1 + value)),), ()), None
+                value = _log2(1 + value)
+                return self.parts.add_entries(cols, vals, (UNROLL,) if value else (),
+                                              (value,) if value else ())
             if key == "meta_schedule.cooperative_fetch":
-                return (tuple(hashed), ((COL["fetch_vector_log2"], _log2(value)),), ()), None
+                value = _log2(value)
+                return self.parts.add_entries(cols, vals, (_FETCH,) if value else (),
+                                              (value,) if value else ())
         elif how[0] == "location" and isinstance(decision, int):
-            return (tuple(hashed), (), ()), max(decision, 0)
-        return (tuple(hashed), (), ()), None
+            return self.parts.add_entries(cols, vals, depths=(max(decision, 0),))
+        return self.parts.add_entries(cols, vals)
 
 
-def _split_delta(factors: tuple, axis: int, cache: dict) -> tuple:
-    """The delta of one split's tile factors (see :func:`_add_split`), cached in ``cache`` (one
-    per featurizer): every program and sketch that samples the same factors for the same axis
-    shares it."""
+def _split_entries(factors: tuple, axis: int, cache: dict) -> tuple:
+    """The entries (see :func:`_entries`) of one split's tile factors (see
+    :func:`_add_split`), cached in ``cache`` (one per featurizer): every program and sketch
+    that samples the same factors for the same axis shares them."""
     key = (factors, axis)
-    delta = cache.get(key)
-    if delta is None:
+    entries = cache.get(key)
+    if entries is None:
         vec = defaultdict(float)
         _add_split(vec, factors, axis)
-        delta = cache[key] = _delta(vec)
-    return delta
+        entries = cache[key] = _entries(vec)
+    return entries
 
 
 def _set_axis(vec, factors, axis: int) -> None:
@@ -350,10 +421,10 @@ _ANSOR_STEP = re.compile(r'\],(?=\[")')  # between two steps of a compact step l
 
 
 def _ansor_step(position: int, step) -> tuple:
-    """``(delta, compute-at depth or None, split factors or None)`` of one Ansor step at its
+    """``(contribution, compute-at depths, split factors or None)`` of one Ansor step at its
     position (every step is a token: the first MAX_TOKENS count in the hashed encoding)."""
     vec = defaultdict(float)
-    depth = factors = None
+    depths, factors = (), None
     code = step[0]
     kind = ANSOR_KINDS.get(code, "other")
     args: list = []
@@ -369,12 +440,12 @@ def _ansor_step(position: int, step) -> tuple:
         extent = step[3] if isinstance(step[3], int) else 0
         inner = math.prod(lengths) if lengths else 1
         outer = extent // inner if extent and inner else 1
-        factors = [outer, *lengths]
+        factors = (outer, *lengths)
         _add_split(vec, factors)
         args = lengths
     elif code == "PR" and len(step) > 3 and "$" in str(step[3]):
         value = int(str(step[3]).split("$")[1] or 0)
-        vec[COL["unroll_log2"]] = _log2(1 + value)
+        vec[UNROLL] = _log2(1 + value)
         kind, args = "unroll", [value]
     elif code in ("CHR", "CHW") and len(step) > 2:
         col = _scope_col("cache_read" if code == "CHR" else "cache_write", step[2])
@@ -382,134 +453,142 @@ def _ansor_step(position: int, step) -> tuple:
             vec[col] += 1
         args = [step[2]]
     elif code == "CA" and len(step) > 3 and isinstance(step[3], int):
-        depth = step[3]
+        depths = (step[3],)
     vec[COUNT0 + KINDS.index(kind)] += 1
     vec[DEC0 + _decision_bucket(position, step)] += 1
     if position < MAX_TOKENS:
         vec[TOK0 + _token_bucket(kind, position, args)] += 1
-    return _delta(vec), depth, factors
+    return vec, depths, factors
 
 
 class ProgramFeaturizer:
-    """Turns stored programs (trace or step-list JSON text) into :data:`COLUMNS` vectors.
+    """Turns programs (stored trace or step-list JSON text, or live traces) into
+    :data:`COLUMNS` vectors.
 
-    Keeps a bounded cache of trace skeletons; a featurizer is cheap to create.
+    Caches what programs share (sketches, decisions, steps); the caches are dropped between
+    batches once they exceed ``max_parts`` contributions. A featurizer is cheap to create.
     """
 
     columns = COLUMNS
 
-    def __init__(self, max_plans: int = 4096):
-        self._plans: dict[bytes, _MetaSchedulePlan] = {}
-        self._postproc: dict[str, list] = {}
-        self._ansor_steps: dict[tuple, tuple] = {}
-        self._splits: dict[tuple, tuple] = {}  # tile factors -> delta, shared by the plans
-        self.max_plans = max_plans
+    def __init__(self, max_parts: int = 1_000_000):
+        self.max_parts = max_parts
+        self._reset()
 
-    def metaschedule(self, trace) -> list:
-        insts, decisions = trace[0], trace[1]
-        split = len(insts)
-        for i, inst in enumerate(insts):
-            if inst[0] == "EnterPostproc":
-                split = i
-                break
-        key = orjson.dumps(insts[:split])
+    def _reset(self) -> None:
+        self._parts = _Parts()
+        self._plans: dict = {}  # sketch key (text or bytes) -> _MetaSchedulePlan
+        self._postproc: dict = {}  # postprocessing text -> part id
+        self._ansor_steps: dict[tuple, tuple] = {}  # (position, text) -> (part id, factors)
+        self._axes: dict[tuple, int] = {}  # (factors, axis) -> part id of the by-axis columns
+        self._splits: dict[tuple, tuple] = {}  # (factors, axis) -> entries, shared by plans
+
+    # ------------------------------------------------------------------ batches
+    def transform(self, source_formats, texts) -> np.ndarray:
+        """One row per stored program (float32)."""
+        return self._rows([self._text(fmt, text) for fmt, text in zip(source_formats, texts)])
+
+    def transform_traces(self, traces) -> np.ndarray:
+        """One row per MetaSchedule trace given as Python lists (``trace.as_json()``)."""
+        return self._rows([self._trace(trace) for trace in traces])
+
+    def _rows(self, programs) -> np.ndarray:
+        rows = self._parts.assemble(programs)
+        if len(self._parts) > self.max_parts:
+            self._reset()
+        return rows
+
+    # ------------------------------------------------------------ one program
+    def metaschedule(self, trace) -> np.ndarray:
+        return self.transform_traces([trace])[0]
+
+    def metaschedule_text(self, text: str) -> np.ndarray:
+        return self._rows([self._metaschedule_text(text)])[0]
+
+    def ansor(self, steps) -> np.ndarray:
+        return self.ansor_text(orjson.dumps(steps).decode())
+
+    def ansor_text(self, text: str) -> np.ndarray:
+        return self._rows([self._ansor_text(text)])[0]
+
+    def from_text(self, source_format: str, text: str) -> np.ndarray:
+        return self._rows([self._text(source_format, text)])[0]
+
+    # ---------------------------------------------- programs as lists of part ids
+    def _text(self, source_format: str, text: str) -> list[int]:
+        if source_format == "metaschedule":
+            return self._metaschedule_text(text)
+        return self._ansor_text(text)
+
+    def _plan(self, key, insts) -> _MetaSchedulePlan:
         plan = self._plans.get(key)
         if plan is None:
-            if len(self._plans) >= self.max_plans:
-                self._plans.clear()
-                self._splits.clear()
-            plan = self._plans[key] = _MetaSchedulePlan(insts[:split], self._splits)
-        return plan.features(decisions, insts[split:])
+            plan = self._plans[key] = _MetaSchedulePlan(insts, self._parts, self._splits)
+        return plan
 
-    def ansor(self, steps) -> list:
-        return self._ansor([(position, None, step) for position, step in enumerate(steps)])
+    def _postproc_id(self, key, insts) -> int:
+        part = self._postproc.get(key)
+        if part is None:
+            part = self._postproc[key] = self._parts.add(_postproc_part(insts))
+        return part
 
-    def ansor_text(self, text: str) -> list:
-        """Features of a step list given as compact JSON text (as datasets store it): each
-        step's contribution is cached by (position, step text)."""
-        inner = text[1:-1]
-        if not inner:
-            return self._ansor([])
-        parts = _ANSOR_STEP.split(inner)
-        last = len(parts) - 1
-        return self._ansor([(position, part, None) for position, part in enumerate(parts)],
-                           last)
+    def _trace(self, trace) -> list[int]:
+        insts, decisions = trace[0], trace[1]
+        split = next((i for i, inst in enumerate(insts) if inst[0] == "EnterPostproc"),
+                     len(insts))
+        plan = self._plan(orjson.dumps(insts[:split]), insts[:split])
+        postproc = insts[split:]
+        return plan.program(decisions, self._postproc_id(orjson.dumps(postproc), postproc))
 
-    def _ansor(self, items, last=-1) -> list:
-        vec = [0.0] * len(COLUMNS)
-        depths, splits = [], []
-        cache = self._ansor_steps
-        for position, part, step in items:
-            key = (position, part)
-            hit = cache.get(key) if part is not None else None
-            if hit is None:
-                if step is None:
-                    step = orjson.loads(part if position == last else part + "]")
-                hit = _ansor_step(position, step)
-                if part is not None:
-                    if len(cache) >= 64 * self.max_plans:
-                        cache.clear()
-                    cache[key] = hit
-            delta, depth, factors = hit
-            _apply(vec, delta)
-            if depth is not None:
-                depths.append(depth)
-            if factors is not None:
-                splits.append(factors)
-        for factors, axis in zip(splits, _axis_positions([len(f) for f in splits])):
-            _set_axis(vec, factors, axis)
-        if depths:
-            vec[COL["compute_at_depth_mean"]] = sum(depths) / len(depths)
-            vec[COL["compute_at_depth_max"]] = max(depths)
-        return vec
-
-    def metaschedule_text(self, text: str) -> list:
-        """Features of a trace given as JSON text; parses only what varies between programs
-        of a sketch once that sketch has been seen (the text up to EnterPostproc is its key)."""
+    def _metaschedule_text(self, text: str) -> list[int]:
+        """Parses only what varies between programs of a sketch once that sketch has been
+        seen (the text up to EnterPostproc is its key)."""
         pos = text.find('["EnterPostproc"')
         if pos < 0:
-            return self.metaschedule(orjson.loads(text))
+            return self._trace(orjson.loads(text))
         key = text[:pos]
         plan = self._plans.get(key)
         if plan is None:
             insts = orjson.loads(text)[0]
             split = next(i for i, inst in enumerate(insts) if inst[0] == "EnterPostproc")
-            if len(self._plans) >= self.max_plans:
-                self._plans.clear()
-                self._splits.clear()
-            plan = self._plans[key] = _MetaSchedulePlan(insts[:split], self._splits)
+            plan = self._plan(key, insts[:split])
         # The postprocessing instructions repeat across programs too: count them once per
         # distinct text, and parse only the decisions (they start at ",[[<index>").
         boundary = _DECISIONS.search(text, pos)
         if boundary is None:
-            postproc_insts, decisions = orjson.loads("[[" + text[pos:])
-            return plan.features(decisions, postproc_insts)
+            postproc, decisions = orjson.loads("[[" + text[pos:])
+            return plan.program(decisions, self._postproc_id(orjson.dumps(postproc), postproc))
         end = boundary.start() + 1  # just after the last instruction
         postproc_text = text[pos:end]
-        postproc = self._postproc.get(postproc_text)
-        if postproc is None:
-            if len(self._postproc) >= self.max_plans:
-                self._postproc.clear()
-            vec = defaultdict(float)
-            _postproc_part(vec, orjson.loads("[" + postproc_text + "]"))
-            postproc = self._postproc[postproc_text] = [(i, v) for i, v in vec.items() if v]
-        vec = plan.features(orjson.loads(text[end + 2:-1]))
-        for i, v in postproc:
-            if i == UNROLL:
-                vec[i] = max(vec[i], v)
-            else:
-                vec[i] += v
-        return vec
+        part = self._postproc.get(postproc_text)
+        if part is None:
+            part = self._postproc_id(postproc_text, orjson.loads("[" + postproc_text + "]"))
+        return plan.program(orjson.loads(text[end + 2:-1]), part)
 
-    def from_text(self, source_format: str, text: str) -> list:
-        """The feature values (a list, in :data:`COLUMNS` order) of one stored program."""
-        if source_format == "metaschedule":
-            return self.metaschedule_text(text)
-        return self.ansor_text(text)
-
-    def transform(self, source_formats, texts) -> np.ndarray:
-        """One row per program (float32)."""
-        out = np.empty((len(texts), len(COLUMNS)), dtype=np.float32)
-        for i, (fmt, text) in enumerate(zip(source_formats, texts)):
-            out[i] = self.from_text(fmt, text)
-        return out
+    def _ansor_text(self, text: str) -> list[int]:
+        """A step list given as compact JSON text (as datasets store it): each step's part is
+        cached by (position, step text)."""
+        inner = text[1:-1]
+        steps = _ANSOR_STEP.split(inner) if inner else []
+        last = len(steps) - 1
+        ids, splits = [], []
+        cache = self._ansor_steps
+        for position, part_text in enumerate(steps):
+            key = (position, part_text)
+            hit = cache.get(key)
+            if hit is None:
+                step = orjson.loads(part_text if position == last else part_text + "]")
+                vec, depths, factors = _ansor_step(position, step)
+                hit = cache[key] = (self._parts.add(vec, depths), factors)
+            ids.append(hit[0])
+            if hit[1] is not None:
+                splits.append(hit[1])
+        for factors, axis in zip(splits, _axis_positions([len(f) for f in splits])):
+            key = (factors, axis)
+            part = self._axes.get(key)
+            if part is None:
+                vec = defaultdict(float)
+                _set_axis(vec, factors, axis)
+                part = self._axes[key] = self._parts.add(vec)
+            ids.append(part)
+        return ids

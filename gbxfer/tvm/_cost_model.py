@@ -92,8 +92,8 @@ class GbxferCostModel(PyCostModel):
 
     def features(self, context, candidates) -> tuple[str, np.ndarray]:
         key, (workload, hw) = self._static_rows(context, candidates)
-        program = np.array([self.featurizer.metaschedule(to_python(c.sch.trace.as_json()))
-                            for c in candidates])
+        program = self.featurizer.transform_traces(
+            [to_python(c.sch.trace.as_json()) for c in candidates])
         blocks = self.current.blocks if self.current is not None else [
             "program", "workload", "hardware"]
         parts = []
