@@ -24,14 +24,20 @@ METHODS = ("coreset", "random")
 def k_center_greedy(points: np.ndarray, k: int, start: list[int]) -> list[int]:
     """Indices of ``k`` points: ``start`` first, then each time the point farthest from all
     chosen ones (ties to the lowest index)."""
-    chosen = list(dict.fromkeys(start))[:k]
-    if not chosen:
-        chosen = [0]
-    distance = np.min(((points[:, None, :] - points[None, chosen, :]) ** 2).sum(-1), axis=1)
+    chosen = list(dict.fromkeys(start))[:k] or [0]
+    norms = np.einsum("ij,ij->i", points, points)
+
+    def squared_distances(rows: list[int]) -> np.ndarray:  # every point to each of ``rows``
+        d = norms[:, None] + norms[rows][None, :] - 2.0 * (points @ points[rows].T)
+        return np.maximum(d, 0.0)
+
+    distance = np.full(len(points), np.inf)
+    for i in range(0, len(chosen), 256):
+        distance = np.minimum(distance, squared_distances(chosen[i:i + 256]).min(axis=1))
     while len(chosen) < min(k, len(points)):
         pick = int(np.argmax(distance))
         chosen.append(pick)
-        distance = np.minimum(distance, ((points - points[pick]) ** 2).sum(-1))
+        distance = np.minimum(distance, squared_distances([pick])[:, 0])
     return chosen
 
 
@@ -60,8 +66,10 @@ def select(dataset: Dataset, keep: float, method: str = "coreset", seed: int = 0
             spread = points.std(0)
             points = (points - points.mean(0)) / np.where(spread > 0, spread, 1.0)
             log_lat = np.log(latency)
-            points = np.hstack([points, ((log_lat - log_lat.mean()) / (log_lat.std() or 1.0))
-                                [:, None] * math.sqrt(points.shape[1])])
+            log_lat = (log_lat - log_lat.mean()) / (log_lat.std() or 1.0)
+            # constant columns add nothing to distances; latency weighs as much as all features
+            points = np.hstack([points[:, spread > 0],
+                                log_lat[:, None] * math.sqrt(points.shape[1])])
             fastest = list(np.argsort(latency, kind="stable")[:max(1, round(fast_share * k))])
             chosen = np.array(k_center_greedy(points, k, fastest))
         kept.append(valid[rows[chosen]])

@@ -30,7 +30,9 @@ class TransferConfig:
     temperature: float = 1.0  # RBF temperature of source-hardware similarity; 0 = no reweighting
     extra_rounds: int = 60  # trees added on source + shots
     learning_rate: float = 0.05
-    source_fraction: float = 1.0  # share of the source records used (seeded draw)
+    source_fraction: float = 1.0  # share of the source records used (seeded draw); 0 = shots only
+    num_leaves: int = 0  # leaves of the added trees; 0 = as in the source model
+    min_child_samples: int = 0  # records per leaf of the added trees; 0 = as in the source model
 
     @classmethod
     def from_dict(cls, d: dict | None) -> "TransferConfig":
@@ -117,6 +119,10 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
     params = dict(model.ranker.get_params())
     params.update(n_estimators=config.extra_rounds, learning_rate=config.learning_rate,
                   random_state=seed)
+    if config.num_leaves:
+        params["num_leaves"] = config.num_leaves
+    if config.min_child_samples:
+        params["min_child_samples"] = config.min_child_samples
     ranker = GBCostRanker(**params).fit(X_fit, y, groups=groups, sample_weight=weights,
                                         init_model=model.ranker.booster_)
     ids = list(model.train_record_ids) + shots.records["record_id"].tolist()

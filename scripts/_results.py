@@ -62,7 +62,7 @@ def print_table(rows: list[dict], columns: list[str] | None = None) -> None:
     def cell(v):
         return f"{v:.4g}" if isinstance(v, float) else str(v)
 
-    widths = [max(len(c), *(len(cell(r.get(c, ""))) for r in rows)) for c in columns]
+    widths = [max([len(c)] + [len(cell(r.get(c, ""))) for r in rows]) for c in columns]
     print("  ".join(c.ljust(w) for c, w in zip(columns, widths)))
     print("  ".join("-" * w for w in widths))
     for r in rows:

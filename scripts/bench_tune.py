@@ -15,8 +15,9 @@ Runs are interleaved (seed, then task, then method) and each is saved as it fini
 scripts/results/bench_tune/runs/, so the benchmark stops and continues; never run it beside
 another measurement. With --network, then tunes all tasks of that network of the suite (task
 weights, gradient task scheduler) with (a) and (c) for the same number of trials, compared
-at equal wall-clock time. Report: best latency at 25/50/100/200 trials and at equal
-wall-clock times, trials and seconds to reach (c)'s final best, cost-model seconds per round;
+at equal wall-clock time. Report: best latency at 25/50/100/200 trials (for the network: at
+the same shares of its trials) and at equal wall-clock times, trials and seconds to reach
+(c)'s final best, cost-model seconds per round, and their geometric means over tasks;
 scripts/results/bench_tune.{json,csv,png}.
 """
 from __future__ import annotations
@@ -126,7 +127,8 @@ def summarize(runs, trials) -> list[dict]:
         ref_runs = [r for r in mine if r["method"] == "c"]
         if not ref_runs:
             continue
-        reference = gmean([best_at(r, trials=trials) for r in ref_runs])
+        total = trials if task != "network" else max(max(r["curve"]["trials"]) for r in mine)
+        reference = gmean([best_at(r, trials=total) for r in ref_runs])
         ref_seconds = float(np.median([r["seconds"] for r in ref_runs]))
         for method in METHODS:
             sel = [r for r in mine if r["method"] == method]
@@ -134,20 +136,27 @@ def summarize(runs, trials) -> list[dict]:
                 continue
             row = {"task": task, "method": method, "seeds": len(sel)}
             for k in CHECKPOINTS:
-                if k <= trials:
-                    row[f"best_at_{k}_ms"] = 1e3 * gmean([best_at(r, trials=k) for r in sel])
+                row[f"best_at_{k}_ms"] = 1e3 * gmean([best_at(r, trials=k * total // trials)
+                                                      for r in sel])
             for share in (0.25, 0.5, 1.0):
                 row[f"best_at_{share:g}T_ms"] = 1e3 * gmean(
                     [best_at(r, seconds=share * ref_seconds) for r in sel])
             hits = [reach(r, reference) for r in sel]
             row["trials_to_c_final"] = float(np.median([h[0] for h in hits]))
             row["seconds_to_c_final"] = float(np.median([h[1] for h in hits]))
-            row["trials_share"] = row["trials_to_c_final"] / trials
+            row["trials_share"] = row["trials_to_c_final"] / total
             row["seconds_share"] = row["seconds_to_c_final"] / ref_seconds
-            row["final_vs_c"] = gmean([best_at(r, trials=trials) for r in sel]) / reference
+            row["final_vs_c"] = gmean([best_at(r, trials=total) for r in sel]) / reference
             row["cost_model_s_per_round"] = float(np.mean(
                 [sum(r["cost_model_seconds"].values()) / max(r["rounds"], 1) for r in sel]))
             rows.append(row)
+    per_task = [r for r in rows if r["task"] != "network"]
+    for method in METHODS:  # the targets are geometric means over tasks
+        sel = [r for r in per_task if r["method"] == method]
+        if sel:
+            rows.append({"task": "gmean over tasks", "method": method, "seeds": min(
+                r["seeds"] for r in sel), **{key: gmean([r[key] for r in sel]) for key in (
+                    "trials_share", "seconds_share", "final_vs_c", "cost_model_s_per_round")}})
     return rows
 
 
