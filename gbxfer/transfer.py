@@ -1,10 +1,11 @@
 """Few-shot transfer of a cost model to unseen hardware.
 
 From a model trained on source hardware and K measured programs per task on the target
-(``draw_shots``), ``transfer`` continues boosting from the source booster on the source
-records plus the shots: source records are weighted by how similar their hardware is to the
-target (an RBF kernel over standardised hardware descriptors, with a temperature), the shots
-by ``target_weight``. Labels of the shots are computed among the shots only (the rest of the
+(``draw_shots``), ``transfer`` continues boosting from the source booster (mode
+``continue``) or trains a new booster with the source model's settings (mode ``retrain``) on
+the source records plus the shots: source records are weighted by how similar their hardware
+is to the target (an RBF kernel over standardised hardware descriptors, with a temperature),
+the shots by ``target_weight``. Labels of the shots are computed among the shots only (the rest of the
 target is unknown to the transfer).
 """
 from __future__ import annotations
@@ -22,15 +23,20 @@ from .model import GBCostRanker, SavedModel
 from .splits import SplitSpec, key_uniform
 
 
+MODES = ("continue", "retrain")
+
+
 @dataclasses.dataclass
 class TransferConfig:
     """Hyper-parameters of :func:`transfer` (an Optuna study tunes them)."""
 
+    mode: str = "continue"  # continue boosting the source booster, or "retrain" from scratch
     target_weight: float = 5.0  # weight of a shot relative to a source record of weight 1
     temperature: float = 1.0  # RBF temperature of source-hardware similarity; 0 = no reweighting
     extra_rounds: int = 60  # trees added on source + shots
     learning_rate: float = 0.05
     source_fraction: float = 1.0  # share of the source records used (seeded draw); 0 = shots only
+    rescale_shots: bool = True  # shot labels to the scale of whole groups (see shot_scale)
     num_leaves: int = 0  # leaves of the added trees; 0 = as in the source model
     min_child_samples: int = 0  # records per leaf of the added trees; 0 = as in the source model
 
@@ -41,7 +47,10 @@ class TransferConfig:
         if unknown:
             raise GbxferError(f"unknown transfer setting {unknown[0]!r}; settings: "
                               f"{', '.join(f.name for f in dataclasses.fields(cls))}")
-        return cls(**d)
+        config = cls(**d)
+        if config.mode not in MODES:
+            raise GbxferError(f"unknown transfer mode {config.mode!r}; modes: {', '.join(MODES)}")
+        return config
 
 
 def draw_shots(target: Dataset, shots, seed: int = 0,
@@ -69,6 +78,39 @@ def draw_shots(target: Dataset, shots, seed: int = 0,
         positions = np.flatnonzero(pool)[rows]
         chosen.append(positions[np.argsort(order[positions], kind="stable")[:k]])
     return np.sort(np.concatenate(chosen)) if chosen else np.array([], dtype=int)
+
+
+def expected_best_share(latencies: np.ndarray, k: int) -> float:
+    """E[best latency of the group / best latency of k programs drawn from it without
+    replacement]: the i-th fastest of n is the best of the draw with probability
+    C(n - i, k - 1) / C(n, k)."""
+    latencies = np.sort(np.asarray(latencies, dtype=float))
+    n = len(latencies)
+    if n == 0 or k >= n:
+        return 1.0
+    i = np.arange(1, n + 1)
+    log_p = (_log_comb(n - i, k - 1) - _log_comb(n, k))
+    p = np.where(n - i >= k - 1, np.exp(log_p), 0.0)
+    return float((p * latencies[0] / latencies).sum())
+
+
+def _log_comb(n, k):
+    from scipy.special import gammaln
+
+    n = np.maximum(np.asarray(n, dtype=float), k)
+    return gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
+
+
+def shot_scale(source: Dataset, k: int) -> float:
+    """How much a label computed among k shots overstates one computed over a whole group
+    (min latency / latency): the mean over the source's task x hardware groups of
+    :func:`expected_best_share`. Shot labels are multiplied by it, so that shots and source
+    records speak on one scale (a regression objective would otherwise read the target as
+    uniformly faster)."""
+    r = source.records[source.records["valid"]]
+    shares = [expected_best_share(g.to_numpy(), k)
+              for _, g in r.groupby(["task_key", "hardware"])["latency"]]
+    return float(np.mean(shares)) if shares else 1.0
 
 
 def hardware_similarity(source_hw: np.ndarray, target_hw: np.ndarray,
@@ -112,19 +154,26 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
         weights_src = np.array([similarity[p] for p in profiles])
         weights_src *= len(weights_src) / weights_src.sum()
     X = np.vstack([fm_src.X, fm_tgt.X])
-    y = np.concatenate([fm_src.records["label"], fm_tgt.records["label"]])
+    y_tgt = fm_tgt.records["label"].to_numpy()
+    if config.rescale_shots:
+        sizes = fm_tgt.records.groupby("group")["group"].transform("size").to_numpy()
+        scales = {k: shot_scale(source, k) for k in np.unique(sizes)}
+        y_tgt = y_tgt * np.array([scales[k] for k in sizes])
+    y = np.concatenate([fm_src.records["label"], y_tgt])
     groups = np.concatenate([fm_src.records["group"], fm_tgt.records["group"]])
     weights = np.concatenate([weights_src, np.full(len(fm_tgt.records), config.target_weight)])
     X_fit = model.gate.transform(X, model.columns) if model.gate is not None else X
-    params = dict(model.ranker.get_params())
-    params.update(n_estimators=config.extra_rounds, learning_rate=config.learning_rate,
-                  random_state=seed)
+    params = {**model.ranker.get_params(), "random_state": seed}
+    init_model = None
+    if config.mode == "continue":
+        params.update(n_estimators=config.extra_rounds, learning_rate=config.learning_rate)
+        init_model = model.ranker.booster_
     if config.num_leaves:
         params["num_leaves"] = config.num_leaves
     if config.min_child_samples:
         params["min_child_samples"] = config.min_child_samples
     ranker = GBCostRanker(**params).fit(X_fit, y, groups=groups, sample_weight=weights,
-                                        init_model=model.ranker.booster_)
+                                        init_model=init_model)
     ids = list(model.train_record_ids) + shots.records["record_id"].tolist()
     return SavedModel(ranker, model.columns, sorted(set(model.hardware) | set(shots.hardware)),
                       holdout.to_dict() if holdout else None, ids,

@@ -10,7 +10,8 @@ from gbxfer import SplitSpec, ingest
 from gbxfer.cli import main
 from gbxfer.model import SavedModel
 from gbxfer.training import evaluate, train
-from gbxfer.transfer import TransferConfig, draw_shots, hardware_similarity, transfer
+from gbxfer.transfer import (TransferConfig, draw_shots, expected_best_share,
+                             hardware_similarity, shot_scale, transfer)
 
 CONFIG = {"blocks": ["program", "workload", "hardware"], "params": {"n_estimators": 30}}
 
@@ -61,6 +62,32 @@ def test_unknown_transfer_setting_is_an_error():
     from gbxfer import GbxferError
     with pytest.raises(GbxferError, match="target_weight"):
         TransferConfig.from_dict({"target_wieght": 3})
+    with pytest.raises(GbxferError, match="continue, retrain"):
+        TransferConfig.from_dict({"mode": "restart"})
+
+
+def test_expected_best_share_matches_drawing():
+    rng = np.random.default_rng(0)
+    latencies = rng.lognormal(size=30)
+    assert expected_best_share(latencies, 1) == pytest.approx(np.mean(latencies.min()
+                                                                      / latencies))
+    for k in (2, 5):
+        drawn = [latencies.min() / rng.choice(latencies, k, replace=False).min()
+                 for _ in range(40_000)]
+        assert expected_best_share(latencies, k) == pytest.approx(np.mean(drawn), rel=0.02)
+    assert expected_best_share(latencies, 2) < expected_best_share(latencies, 5) < 1
+    assert expected_best_share(latencies, 30) == 1.0
+
+
+def test_shot_labels_are_rescaled_and_retrain_mode_fits_anew(gpus):
+    source = train(gpus, CONFIG, SplitSpec.parse("by-hardware:cuda-sm_86"))
+    target = gpus.filter(hardware="cuda-sm_86")
+    shots = draw_shots(target, 4, 0)
+    assert 0 < shot_scale(gpus.filter(hardware="cuda-sm_80"), 4) < 1
+    for mode in ("continue", "retrain"):
+        adapted = transfer(source, gpus, target, shots, TransferConfig(mode=mode), 0)
+        trees = adapted.ranker.booster_.num_trees()  # LightGBM, one tree per round
+        assert trees == (30 + TransferConfig.extra_rounds if mode == "continue" else 30)
 
 
 def test_cli_transfer(gpus, tmp_path, capsys):
