@@ -32,11 +32,14 @@ def model_space(trial: optuna.Trial) -> dict:
 
 
 def transfer_space(trial: optuna.Trial) -> dict:
-    return {"target_weight": trial.suggest_float("target_weight", 1.0, 100.0, log=True),
-            "temperature": trial.suggest_float("temperature", 0.05, 10.0, log=True),
-            "extra_rounds": trial.suggest_int("extra_rounds", 10, 200, log=True),
-            "learning_rate": trial.suggest_float("learning_rate", 0.01, 0.3, log=True),
-            "source_fraction": trial.suggest_float("source_fraction", 0.1, 1.0)}
+    space = {"mode": trial.suggest_categorical("mode", ["continue", "retrain"]),
+             "target_weight": trial.suggest_float("target_weight", 1.0, 100.0, log=True),
+             "temperature": trial.suggest_float("temperature", 0.05, 10.0, log=True),
+             "source_fraction": trial.suggest_float("source_fraction", 0.1, 1.0)}
+    if space["mode"] == "continue":  # retrain uses the source model's rounds and rate
+        space.update(extra_rounds=trial.suggest_int("extra_rounds", 10, 200, log=True),
+                     learning_rate=trial.suggest_float("learning_rate", 0.01, 0.3, log=True))
+    return space
 
 
 def _run(study: optuna.Study, objective, n_trials: int) -> optuna.Study:
