@@ -50,3 +50,15 @@ def ansor_a100_dataset(ansor_dir):
 def ms_a100_dataset(ms_a100_dir):
     from gbxfer import ingest
     return ingest([ms_a100_dir])
+
+
+def write_host_profile(folder: Path) -> Path:
+    """A 1-thread hardware profile of this machine's CPU (needs TVM), for collection and
+    tuning tests."""
+    from tvm.target import codegen
+
+    path = folder / "host-1t.yaml"
+    path.write_text(f"name: host-1t\nfamily: host\ntarget: {{kind: llvm, mcpu: "
+                    f"{codegen.llvm_get_system_cpu()}, num-cores: 1}}\nthreads: 1\n"
+                    "description: this machine, 1 thread (test profile)\n")
+    return path

@@ -10,6 +10,7 @@ import sys
 import time
 
 import pytest
+from conftest import write_host_profile
 
 tvm = pytest.importorskip("tvm")
 pytestmark = pytest.mark.tvm
@@ -23,14 +24,9 @@ networks:
 
 @pytest.fixture(scope="module")
 def configs(tmp_path_factory):
-    from tvm.target import codegen
-
     folder = tmp_path_factory.mktemp("configs")
     (folder / "tiny.yaml").write_text(SUITE)
-    cpu = codegen.llvm_get_system_cpu()
-    (folder / "host-1t.yaml").write_text(
-        f"name: host-1t\nfamily: host\ntarget: {{kind: llvm, mcpu: {cpu}, num-cores: 1}}\n"
-        "threads: 1\ndescription: this machine, 1 thread (test profile)\n")
+    write_host_profile(folder)
     (folder / "sse-2t.yaml").write_text(
         "name: sse-2t\nfamily: sse\ntarget: {kind: llvm, mcpu: nehalem, num-cores: 1}\n"
         "threads: 2\ndescription: SSE4.2 code, 2 threads (test profile)\n")

@@ -5,6 +5,7 @@ import json
 
 import pandas as pd
 import pytest
+from conftest import write_host_profile
 
 tvm = pytest.importorskip("tvm")
 pytestmark = pytest.mark.tvm
@@ -18,19 +19,14 @@ networks:
 
 
 def test_tune_writes_database_curve_and_summary(tmp_path):
-    from tvm.target import codegen
-
     from gbxfer import ingest
     from gbxfer.cli import main
 
     (tmp_path / "tiny.yaml").write_text(SUITE)
-    cpu = codegen.llvm_get_system_cpu()
-    (tmp_path / "host-1t.yaml").write_text(
-        f"name: host-1t\nfamily: host\ntarget: {{kind: llvm, mcpu: {cpu}, num-cores: 1}}\n"
-        "threads: 1\ndescription: this machine, 1 thread (test profile)\n")
+    profile = write_host_profile(tmp_path)
     out = tmp_path / "run"
     assert main(["tune", "-q", "--suite", str(tmp_path / "tiny.yaml"), "--hardware",
-                 str(tmp_path / "host-1t.yaml"), "--model", "none", "--trials", "16",
+                 str(profile), "--model", "none", "--trials", "16",
                  "--trials-per-iter", "8", "--population", "64", "--repeats", "1", "--min-repeat-ms", "1",
                  "--out", str(out)]) == 0
     curve = pd.read_csv(out / "curve.csv")
