@@ -86,11 +86,13 @@ def study_model(dataset: Dataset, config: dict, n_trials: int, name: str, storag
 
 
 def study_transfer(model, source: Dataset, target: Dataset, shots, n_trials: int, name: str,
-                   storage: str, seed: int = 0, metric: str = "top1") -> optuna.Study:
+                   storage: str, seed: int = 0, metric: str = "pca") -> optuna.Study:
     """Tune :class:`TransferConfig` by 2-fold CV inside the shots: the shots of half of the
     task x hardware groups adapt the model, the other half's shots score it, and back (with a
     single group, its programs are split instead). A fold's groups keep all their K shots, so
-    even K = 2 leaves pairs to rank."""
+    even K = 2 leaves pairs to rank. The first trial is the default config, so the study only
+    moves away from it when the cross-validation says so; the metric defaults to PCA (top-1 of a
+    group of two shots is a coin flip)."""
     shot_records = target.records.iloc[shots]
     keys = (shot_records["task_key"] + "|" + shot_records["hardware"]).to_numpy()
     names = np.unique(keys)
@@ -114,7 +116,13 @@ def study_transfer(model, source: Dataset, target: Dataset, shots, n_trials: int
             trial.set_user_attr(key, float(np.mean([r[key] for r in reports])))
         return float(np.mean([r[metric] for r in reports]))
 
-    return _run(open_study(name, storage, seed), objective, n_trials)
+    study = open_study(name, storage, seed)
+    if not study.trials:
+        default = TransferConfig()
+        study.enqueue_trial({key: getattr(default, key) for key in (
+            "mode", "target_weight", "temperature", "source_fraction", "extra_rounds",
+            "learning_rate")})
+    return _run(study, objective, n_trials)
 
 
 def best_config(study: optuna.Study, kind: str, base: dict) -> dict:

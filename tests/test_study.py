@@ -41,6 +41,13 @@ def test_transfer_study_exports_a_transfer_section(gpus_path, tmp_path):
                  "--export", str(tmp_path / "t.yaml"), "-q"]) == 0
     config = yaml.safe_load((tmp_path / "t.yaml").read_text())
     assert set(config["transfer"]) >= {"target_weight", "temperature", "extra_rounds"}
+    import optuna
+
+    from gbxfer.transfer import TransferConfig
+    first = optuna.load_study(study_name="gbxfer",
+                              storage=f"sqlite:///{tmp_path / 't.db'}").trials[0].params
+    assert first == {k: getattr(TransferConfig(), k) for k in first}  # the default goes first
+    assert first["mode"] == "continue"
     assert main(["transfer", str(tmp_path / "src"), "--target-data", str(gpus_path),
                  "--shots", "6", "--holdout", "within-task", "--config", str(tmp_path / "t.yaml"),
                  "--out", str(tmp_path / "t"), "-q"]) == 0

@@ -37,7 +37,9 @@ def add_parser(verbs, common):
     p.add_argument("--storage", default="sqlite:///gbxfer-study.db",
                    help="Optuna storage URL (sqlite:///file.db, postgresql://...)")
     p.add_argument("--study-name", default="gbxfer")
-    p.add_argument("--metric", default="top1", choices=["top1", "top5", "pca", "apeak5"])
+    p.add_argument("--metric", choices=["top1", "top5", "pca", "apeak5"],
+                   help="what the study maximises (default: top1 for a model study, pca for a "
+                        "transfer study)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--export", type=Path, metavar="YAML",
                    help="write the best parameters as a model config")
@@ -57,6 +59,7 @@ def run(args) -> int:
     split = SplitSpec.parse(args.holdout, args.test_fraction, args.seed) if args.holdout \
         else None
     if args.kind == "model":
+        args.metric = args.metric or "top1"
         study = study_model(data, base, args.trials, args.study_name, args.storage, split,
                             seed=args.seed, metric=args.metric)
     else:
@@ -66,6 +69,7 @@ def run(args) -> int:
         target = data.filter(hardware=[args.hardware] if args.hardware else
                              [h for h in data.hardware if h not in model.hardware])
         shots = draw_shots(target, args.shots, args.seed, split)
+        args.metric = args.metric or "pca"
         study = study_transfer(model, data, target, shots, args.trials, args.study_name,
                                args.storage, args.seed, args.metric)
     best = study.best_trial
