@@ -155,8 +155,10 @@ def summarize(runs, trials) -> list[dict]:
         sel = [r for r in per_task if r["method"] == method]
         if sel:
             rows.append({"task": "gmean over tasks", "method": method, "seeds": min(
-                r["seeds"] for r in sel), **{key: gmean([r[key] for r in sel]) for key in (
-                    "trials_share", "seconds_share", "final_vs_c", "cost_model_s_per_round")}})
+                r["seeds"] for r in sel), **{key: float("inf") if any(
+                    r[key] == float("inf") for r in sel) else gmean([r[key] for r in sel])
+                    for key in ("trials_share", "seconds_share", "final_vs_c",
+                                "cost_model_s_per_round")}})  # inf: a task never reached
     return rows
 
 
