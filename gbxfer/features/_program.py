@@ -499,6 +499,7 @@ class ProgramFeaturizer:
         return rows
 
     # ------------------------------------------------------------ one program
+    # (each call assembles a batch of one: featurize many programs with the batch methods)
     def metaschedule(self, trace) -> np.ndarray:
         return self.transform_traces([trace])[0]
 
