@@ -1,0 +1,66 @@
+"""Feature-block ablation on the by-task split: which program-feature groups the model needs.
+
+    python scripts/ablate_features.py [--dataset bundled] [--seeds 5]
+
+Each variant drops a group of program columns (hashed tokens, hashed decisions, both, the
+by-axis tile columns) from program + workload + hardware features; both model configs
+(default XGBoost regression, LightGBM lambdarank) are trained on the same by-task training
+part per seed and scored on its test part. Mean +- 95% CI over seeds.
+Results: scripts/results/ablate_features.{json,csv}.
+"""
+from __future__ import annotations
+
+import argparse
+
+from _results import print_table, write_results
+from bench_model import ci95
+
+from gbxfer import SplitSpec, load_dataset
+from gbxfer.features import build
+from gbxfer.metrics import ranking_report
+from gbxfer.model import GBCostRanker
+from gbxfer.model._config import load_model_config
+
+VARIANTS = {
+    "all": lambda c: True,
+    "no hashed tokens": lambda c: not c.startswith("program.tok_"),
+    "no hashed decisions": lambda c: not c.startswith("program.dec_"),
+    "no hashing at all": lambda c: not c.startswith(("program.tok_", "program.dec_")),
+    "no by-axis tiles": lambda c: "_axis" not in c,
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default="bundled")
+    parser.add_argument("--seeds", type=int, default=5)
+    args = parser.parse_args()
+    dataset = load_dataset(args.dataset).filter(valid=True)
+    fm = build(dataset, ["program", "workload", "hardware"])
+    r = fm.records
+    configs = {"default": load_model_config(), "lambdarank": load_model_config("lambdarank")}
+    results: dict = {}
+    for seed in range(args.seeds):
+        test = SplitSpec("by-task", 0.3, seed).test_mask(dataset)
+        for variant, keep in VARIANTS.items():
+            X = fm.X[:, [i for i, c in enumerate(fm.columns) if keep(c)]]
+            for name, config in configs.items():
+                model = GBCostRanker(**{**config["params"], "random_state": seed}).fit(
+                    X[~test], r["label"][~test], groups=r["group"][~test])
+                results.setdefault((variant, name), []).append(ranking_report(
+                    r["latency"][test], model.predict(X[test]), r["group"][test],
+                    r["weight"][test]))
+        print(f"seed {seed} done", flush=True)
+    rows = []
+    for (variant, name), reports in results.items():
+        row = {"variant": variant, "config": name, "seeds": len(reports)}
+        for metric in ("pca", "top1", "top5"):
+            row[metric], row[f"{metric}_ci"] = (round(v, 4) for v in
+                                                ci95([rep[metric] for rep in reports]))
+        rows.append(row)
+    print_table(rows)
+    write_results("ablate_features", rows, dataset=args.dataset)
+
+
+if __name__ == "__main__":
+    main()
