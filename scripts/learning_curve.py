@@ -1,0 +1,90 @@
+"""By-task ranking quality against the number of training tasks: does the model need more tasks?
+
+    python scripts/learning_curve.py [--dataset bundled] [--seeds 5]
+
+For each seed, the by-task split (test fraction 0.3) fixes the test tasks; the models train on
+a seeded random subset of the remaining tasks (25%, 50%, 75%, 100% of them, nested) with both
+model configs (default XGBoost regression, LightGBM lambdarank) and are scored on the same test
+part. Mean +- 95% CI over seeds. A curve still rising at 100% says that more training tasks,
+not a different model, is what the by-task targets need.
+Results: scripts/results/learning_curve.{json,csv,png}.
+"""
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+from _results import RESULTS, print_table, write_results
+from bench_model import ci95
+
+from gbxfer import SplitSpec, load_dataset
+from gbxfer.features import build
+from gbxfer.metrics import ranking_report
+from gbxfer.model import GBCostRanker
+from gbxfer.model._config import load_model_config
+
+FRACTIONS = (0.25, 0.5, 0.75, 1.0)
+METRICS = ("pca", "top1", "top5")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default="bundled")
+    parser.add_argument("--seeds", type=int, default=5)
+    args = parser.parse_args()
+    dataset = load_dataset(args.dataset).filter(valid=True)
+    fm = build(dataset, ["program", "workload", "hardware"])
+    r = fm.records
+    configs = {"default": load_model_config(), "lambdarank": load_model_config("lambdarank")}
+    results: dict = {}
+    for seed in range(args.seeds):
+        test = SplitSpec("by-task", 0.3, seed).test_mask(dataset)
+        train_tasks = np.random.default_rng(seed).permutation(
+            sorted(set(r["task_key"][~test])))
+        for fraction in FRACTIONS:
+            n_tasks = max(1, round(fraction * len(train_tasks)))
+            train = ~test & r["task_key"].isin(train_tasks[:n_tasks]).to_numpy()
+            for name, config in configs.items():
+                model = GBCostRanker(**{**config["params"], "random_state": seed}).fit(
+                    fm.X[train], r["label"][train], groups=r["group"][train])
+                report = ranking_report(r["latency"][test], model.predict(fm.X[test]),
+                                        r["group"][test], r["weight"][test])
+                results.setdefault((fraction, name), []).append({**report,
+                                                                 "n_tasks": n_tasks})
+        print(f"seed {seed} done", flush=True)
+    rows = []
+    for (fraction, name), reports in results.items():
+        row = {"fraction": fraction, "config": name, "seeds": len(reports),
+               "train_tasks": float(np.mean([rep["n_tasks"] for rep in reports]))}
+        for metric in METRICS:
+            row[metric], row[f"{metric}_ci"] = (round(v, 4) for v in
+                                                ci95([rep[metric] for rep in reports]))
+        rows.append(row)
+    print_table(rows)
+    write_results("learning_curve", rows, dataset=args.dataset, test_fraction=0.3)
+    plot(rows)
+
+
+def plot(rows) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(METRICS), figsize=(4 * len(METRICS), 3.2))
+    for ax, metric in zip(axes, METRICS):
+        for name in dict.fromkeys(row["config"] for row in rows):
+            own = [row for row in rows if row["config"] == name]
+            ax.errorbar([row["train_tasks"] for row in own], [row[metric] for row in own],
+                        yerr=[row[f"{metric}_ci"] for row in own], marker="o", capsize=3,
+                        label=name)
+        ax.set_xlabel("training tasks")
+        ax.set_title(metric)
+        ax.grid(alpha=0.3)
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(RESULTS / "learning_curve.png", dpi=120)
+
+
+if __name__ == "__main__":
+    main()
