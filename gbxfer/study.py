@@ -90,9 +90,10 @@ def study_transfer(model, source: Dataset, target: Dataset, shots, n_trials: int
     """Tune :class:`TransferConfig` by 2-fold CV inside the shots: the shots of half of the
     task x hardware groups adapt the model, the other half's shots score it, and back (with a
     single group, its programs are split instead). A fold's groups keep all their K shots, so
-    even K = 2 leaves pairs to rank. The first trial is the default config, so the study only
-    moves away from it when the cross-validation says so; the metric defaults to PCA (top-1 of a
-    group of two shots is a coin flip)."""
+    even K = 2 leaves pairs to rank. The metric defaults to PCA (top-1 of a group of two shots is
+    a coin flip). The first trial is the default config; the source model's own scores on the
+    same folds are kept too (study user attribute ``source_only``), so that
+    :func:`chosen_transfer` can pick among no adaptation, the default and the best trial."""
     shot_records = target.records.iloc[shots]
     keys = (shot_records["task_key"] + "|" + shot_records["hardware"]).to_numpy()
     names = np.unique(keys)
@@ -102,8 +103,7 @@ def study_transfer(model, source: Dataset, target: Dataset, shots, n_trials: int
         fold_of = (np.arange(len(shots)) % 2)[np.argsort(np.argsort(
             shot_records["program_id"].to_numpy()))]
 
-    def objective(trial):
-        config = TransferConfig(**transfer_space(trial))
+    def cross_validate(config: TransferConfig) -> tuple[list, dict]:
         reports = []
         for fold in (0, 1):
             fit = shots[fold_of != fold]
@@ -112,11 +112,20 @@ def study_transfer(model, source: Dataset, target: Dataset, shots, n_trials: int
                 raise GbxferError("too few shots to cross-validate a transfer study")
             adapted = transfer(model, source, target, fit, config, seed)
             reports.append(evaluate(adapted, held))
+        by_group = {g: rep[metric] for r in reports for g, rep in r["by_task"].items()
+                    if np.isfinite(rep[metric])}
+        return reports, by_group
+
+    def objective(trial):
+        reports, by_group = cross_validate(TransferConfig(**transfer_space(trial)))
         for key in ("pca", "top1", "top5"):
             trial.set_user_attr(key, float(np.mean([r[key] for r in reports])))
+        trial.set_user_attr("by_group", by_group)
         return float(np.mean([r[metric] for r in reports]))
 
     study = open_study(name, storage, seed)
+    if "source_only" not in study.user_attrs:
+        study.set_user_attr("source_only", cross_validate(TransferConfig(extra_rounds=0))[1])
     if not study.trials:
         default = TransferConfig()
         study.enqueue_trial({key: getattr(default, key) for key in (
@@ -125,10 +134,37 @@ def study_transfer(model, source: Dataset, target: Dataset, shots, n_trials: int
     return _run(study, objective, n_trials)
 
 
+def chosen_transfer(study: optuna.Study) -> TransferConfig:
+    """The transfer config a study supports, by the one-standard-error rule over its groups.
+
+    Candidates from simplest to most tuned: no adaptation (the source model), the default
+    config (the study's first trial), the best trial. Each is compared with the best on the
+    held-out shot groups both scored (paired differences of the study's metric); the simplest
+    whose mean is within one standard error of the best's is chosen. With a handful of shots
+    the cross-validation is noisy, and a tuned config has to beat the simpler ones by more than
+    that noise to be taken.
+    """
+    done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    if not done:
+        raise GbxferError(f"study {study.study_name!r} has no finished trial")
+    best = max(done, key=lambda t: t.value)
+    candidates = [(TransferConfig(extra_rounds=0), study.user_attrs.get("source_only")),
+                  (TransferConfig(**done[0].params), done[0].user_attrs.get("by_group")),
+                  (TransferConfig(**best.params), best.user_attrs.get("by_group"))]
+    reference = candidates[-1][1] or {}
+    for config, by_group in candidates:
+        common = sorted(set(by_group or {}) & set(reference))
+        if len(common) < 2:
+            continue
+        diff = np.array([reference[g] - by_group[g] for g in common])
+        if diff.mean() <= diff.std(ddof=1) / np.sqrt(len(diff)):
+            return config
+    return candidates[-1][0]
+
+
 def best_config(study: optuna.Study, kind: str, base: dict) -> dict:
     """The config YAML content with the best trial's parameters."""
-    best = dict(study.best_params)
     if kind == "model":
-        return {"blocks": base["blocks"], "params": {**base["params"], **best}}
+        return {"blocks": base["blocks"], "params": {**base["params"], **study.best_params}}
     return {"blocks": base["blocks"], "params": base["params"],
-            "transfer": dataclasses.asdict(TransferConfig(**best))}
+            "transfer": dataclasses.asdict(chosen_transfer(study))}

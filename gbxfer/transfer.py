@@ -33,7 +33,7 @@ class TransferConfig:
     mode: str = "continue"  # continue boosting the source booster, or "retrain" from scratch
     target_weight: float = 5.0  # weight of a shot relative to a source record of weight 1
     temperature: float = 1.0  # RBF temperature of source-hardware similarity; 0 = no reweighting
-    extra_rounds: int = 60  # trees added on source + shots
+    extra_rounds: int = 60  # trees added on source + shots; 0 (continue) = the source model
     learning_rate: float = 0.05
     source_fraction: float = 1.0  # share of the source records used (seeded draw); 0 = shots only
     rescale_shots: bool = True  # shot labels to the scale of whole groups (see shot_scale)
@@ -172,8 +172,11 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
         params["num_leaves"] = config.num_leaves
     if config.min_child_samples:
         params["min_child_samples"] = config.min_child_samples
-    ranker = GBCostRanker(**params).fit(X_fit, y, groups=groups, sample_weight=weights,
-                                        init_model=init_model)
+    if config.mode == "continue" and config.extra_rounds == 0:
+        ranker = model.ranker  # no trees added: the source model, with the shots recorded
+    else:
+        ranker = GBCostRanker(**params).fit(X_fit, y, groups=groups, sample_weight=weights,
+                                            init_model=init_model)
     ids = list(model.train_record_ids) + shots.records["record_id"].tolist()
     return SavedModel(ranker, model.columns, sorted(set(model.hardware) | set(shots.hardware)),
                       holdout.to_dict() if holdout else None, ids,

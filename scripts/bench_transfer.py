@@ -10,7 +10,8 @@ half of each target task's programs, seeded) serves every arm and every K; shots
 from the other half. Arms:
 
   tuned        gbxfer transfer, its settings chosen by an Optuna study (--trials) that
-               cross-validates inside the shots only
+               cross-validates inside the shots only; no adaptation, the default or the best
+               trial, by the one-standard-error rule (gbxfer.study.chosen_transfer)
   default      gbxfer transfer with the default TransferConfig
   source-only  the source model, no target data
   pooled       one model trained on source records + shots together, no reweighting
@@ -25,6 +26,7 @@ restarts). Results: scripts/results/bench_transfer.{json,csv,png}.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -38,7 +40,7 @@ from gbxfer.features import build
 from gbxfer.metrics import ranking_report
 from gbxfer.model import GBCostRanker
 from gbxfer.model._config import load_model_config
-from gbxfer.study import study_transfer
+from gbxfer.study import chosen_transfer, study_transfer
 from gbxfer.training import train
 from gbxfer.transfer import TransferConfig, draw_shots, transfer
 
@@ -107,11 +109,12 @@ def one(source, target, seed, k, trials, config) -> dict:
     arms["default"]["seconds"] = time.perf_counter() - start
     start = time.perf_counter()
     study = study_transfer(model, source, target, shots, trials, f"bench-{seed}-{k}", None, seed)
-    tuned = transfer(model, source, target, shots, TransferConfig(**study.best_params), seed,
-                     holdout)
+    chosen = chosen_transfer(study)
+    tuned = transfer(model, source, target, shots, chosen, seed, holdout)
     arms["tuned"] = report(lambda X: tuned.predict(X, fm_target.columns), fm_target, test)
     arms["tuned"]["seconds"] = time.perf_counter() - start
     arms["tuned"]["best_params"] = study.best_params
+    arms["tuned"]["chosen"] = dataclasses.asdict(chosen)
     shot_ds = target.select(shots)  # labels among the shots only, as a transfer sees them
     pooled = Dataset.concat([source, shot_ds])
     fm_pooled = build(pooled, config["blocks"])

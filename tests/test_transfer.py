@@ -124,3 +124,40 @@ def test_cli_transfer_tuned_by_a_study_inside_the_shots(gpus, tmp_path, monkeypa
     shots = set(model.extra["transfer"]["shot_record_ids"])
     assert seen == [shots]  # the study saw exactly the shots
     assert set(model.extra["transfer"]) >= {"target_weight", "temperature", "extra_rounds"}
+
+
+def test_zero_extra_rounds_keeps_the_source_model_and_records_the_shots(gpus):
+    source = train(gpus, CONFIG, SplitSpec.parse("by-hardware:cuda-sm_86"))
+    target = gpus.filter(hardware="cuda-sm_86")
+    shots = draw_shots(target, 4, 0)
+    kept = transfer(source, gpus, target, shots, TransferConfig(extra_rounds=0), 0)
+    X = np.random.default_rng(0).normal(size=(20, len(source.columns)))
+    assert np.array_equal(kept.predict(X, source.columns), source.predict(X, source.columns))
+    assert set(target.records["record_id"].iloc[shots]) <= set(kept.train_record_ids)
+
+
+def _study_with(source_only, default, best):
+    """An in-memory study whose trials carry per-group scores, as study_transfer leaves them."""
+    import optuna
+
+    from gbxfer.study import chosen_transfer
+
+    study = optuna.create_study(direction="maximize")
+    study.set_user_attr("source_only", dict(enumerate(source_only)))
+    weight = optuna.distributions.FloatDistribution(1.0, 100.0, log=True)
+    for value, scores in ((5.0, default), (40.0, best)):
+        study.add_trial(optuna.trial.create_trial(
+            params={"target_weight": value}, distributions={"target_weight": weight},
+            value=float(np.mean(scores)), user_attrs={"by_group": dict(enumerate(scores))}))
+    return chosen_transfer(study)
+
+
+def test_the_study_moves_away_from_simpler_configs_only_beyond_one_standard_error():
+    noisy = [1, 0, 1, 0, 1, 0, 1, 0]
+    # the best trial wins three groups and loses two: within the noise
+    assert _study_with(noisy, noisy, [0, 1, 0, 1, 1, 0, 1, 1]).extra_rounds == 0
+    # the default is as good as the best, no adaptation is clearly worse
+    chosen = _study_with([0] * 8, [1] * 7 + [0], [1] * 8)
+    assert (chosen.extra_rounds, chosen.target_weight) == (60, 5.0)
+    # the best trial wins every group: it is taken
+    assert _study_with([0] * 8, [0] * 8, [1] * 8).target_weight == 40.0

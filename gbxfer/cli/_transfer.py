@@ -70,14 +70,15 @@ def run(args) -> int:
     if args.tune > 0:
         import optuna
 
-        from ..study import study_transfer
+        from ..study import chosen_transfer, study_transfer
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         study = study_transfer(model, source, target, shots, args.tune, "transfer", None,
                                args.seed)
-        config = TransferConfig(**study.best_params)
-        log.info("Optuna study (%d trials, CV inside the shots): best top-1 %.4f with %s",
-                 args.tune, study.best_value, study.best_params)
+        config = chosen_transfer(study)
+        log.info("Optuna study (%d trials, CV inside the shots): best PCA %.4f with %s; "
+                 "chosen by the one-standard-error rule: %s", args.tune, study.best_value,
+                 study.best_params, config)
     adapted = transfer(model, source, target, shots, config, args.seed, holdout)
     adapted.extra["command"] = command_stamp()
     adapted.save(args.out)
