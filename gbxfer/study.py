@@ -88,20 +88,19 @@ def study_model(dataset: Dataset, config: dict, n_trials: int, name: str, storag
 def study_transfer(model, source: Dataset, target: Dataset, shots, n_trials: int, name: str,
                    storage: str, seed: int = 0, metric: str = "pca") -> optuna.Study:
     """Tune :class:`TransferConfig` by 2-fold CV inside the shots: the shots of half of the
-    task x hardware groups adapt the model, the other half's shots score it, and back (with a
-    single group, its programs are split instead). A fold's groups keep all their K shots, so
+    tasks adapt the model, the other half's shots score it, and back (with a single task, its
+    programs are split instead). A task's groups on every target profile stay in one fold:
+    thread variants of one ISA measure the same programs, and a fold that adapted on one of
+    them would score the other almost by heart. A fold's groups keep all their K shots, so
     even K = 2 leaves pairs to rank. The metric defaults to PCA (top-1 of a group of two shots is
     a coin flip). The first trial is the default config; the source model's own scores on the
     same folds are kept too (study user attribute ``source_only``), so that
     :func:`chosen_transfer` can pick among no adaptation, the default and the best trial."""
     shot_records = target.records.iloc[shots]
-    keys = (shot_records["task_key"] + "|" + shot_records["hardware"]).to_numpy()
-    names = np.unique(keys)
-    if len(names) >= 2:
-        fold_of = np.searchsorted(names, keys) % 2
-    else:
-        fold_of = (np.arange(len(shots)) % 2)[np.argsort(np.argsort(
-            shot_records["program_id"].to_numpy()))]
+    tasks = np.unique(shot_records["task_key"], return_inverse=True)
+    by = tasks if len(tasks[0]) >= 2 else np.unique(shot_records["program_id"],
+                                                    return_inverse=True)
+    fold_of = by[1] % 2
 
     def cross_validate(config: TransferConfig) -> tuple[list, dict]:
         reports = []

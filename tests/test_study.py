@@ -51,3 +51,28 @@ def test_transfer_study_exports_a_transfer_section(gpus_path, tmp_path):
     assert main(["transfer", str(tmp_path / "src"), "--target-data", str(gpus_path),
                  "--shots", "6", "--holdout", "within-task", "--config", str(tmp_path / "t.yaml"),
                  "--out", str(tmp_path / "t"), "-q"]) == 0
+
+
+def test_transfer_study_keeps_each_task_in_one_fold_across_profiles(ansor_dir, monkeypatch):
+    """Two target profiles measure the same tasks: a fold adapting on a task's shots on one
+    profile must not score that task on the other."""
+    import gbxfer.study as study_module
+    from gbxfer import SplitSpec
+    from gbxfer.training import train
+    from gbxfer.transfer import draw_shots
+
+    gpus = ingest([ansor_dir / "gpu_a100", ansor_dir / "gpu_rtx3080"])
+    model = train(gpus, {"blocks": ["program", "workload", "hardware"],
+                         "params": {"n_estimators": 10}}, SplitSpec.parse("by-hardware:cuda-sm_86"))
+    shots = draw_shots(gpus, 4, 0)
+    fit_tasks = []
+    original = study_module.transfer
+
+    def spy(model, source, target, fit, *args, **kwargs):
+        fit_tasks.append(frozenset(target.records["task_key"].iloc[fit]))
+        return original(model, source, target, fit, *args, **kwargs)
+
+    monkeypatch.setattr(study_module, "transfer", spy)
+    study_module.study_transfer(model, gpus, gpus, shots, 1, "folds", None)
+    assert len(gpus.hardware) == 2 and len(fit_tasks) == 4  # no adaptation, then one trial
+    assert not fit_tasks[0] & fit_tasks[1]  # the two folds adapt on disjoint tasks
