@@ -7,7 +7,9 @@
    third-party logs in ../shared.
 2. Live MetaSchedule candidates, as in a tuning loop: ``--candidates`` schedules drawn from
    the design space of a few suite tasks; primitive features from ``candidate.sch.trace``
-   against TVM's own ``PerStoreFeature`` on the same candidates, in the same run (ratio).
+   as the cost-model adapter reads it (printed traces, a fresh TraceReader per task) and
+   through ``trace.as_json()`` for every candidate, against TVM's own ``PerStoreFeature`` on
+   the same candidates, in the same run (ratio: adapter path vs PerStoreFeature).
 Results: scripts/results/bench_features.{json,csv}.
 """
 from __future__ import annotations
@@ -45,6 +47,7 @@ def live(n_candidates):
     from gbxfer.profiles import find_config, load_profile
     from gbxfer.tvm._collect import DesignSpace
     from gbxfer.tvm._json import to_python
+    from gbxfer.tvm._traces import TraceReader
     from gbxfer.tvm._workloads import task_module
     from gbxfer.workloads import load_suite
 
@@ -53,15 +56,19 @@ def live(n_candidates):
          "softmax_1536_128"])
     target = tvm.target.Target(load_profile("x86-avx2-1t").target)
     rows = []
-    total = {"gbxfer": 0.0, "tvm": 0.0, "n": 0}
+    total = {"gbxfer": 0.0, "as_json": 0.0, "tvm": 0.0, "n": 0}
     for task in suite.tasks:
         mod = task_module(task)
         cands = DesignSpace(mod, target, task.name, 0).random(n_candidates // len(suite.tasks))
         schedules = [c.schedule for c in cands]
-        featurizer = ProgramFeaturizer()
-        start = time.perf_counter()
-        featurizer.transform_traces([to_python(sch.trace.as_json()) for sch in schedules])
+        start = time.perf_counter()  # as the adapter does: printed traces, a fresh reader
+        read = TraceReader()
+        ProgramFeaturizer().transform_traces([read(sch.trace) for sch in schedules])
         ours = time.perf_counter() - start
+        start = time.perf_counter()  # every trace through as_json()
+        ProgramFeaturizer().transform_traces([to_python(sch.trace.as_json())
+                                              for sch in schedules])
+        as_json = time.perf_counter() - start
         context = ms.TuneContext(mod=mod, target=target, task_name=task.name, num_threads=1)
         args_info = ms.arg_info.ArgInfo.from_prim_func(mod["main"])
         candidates = [ms.MeasureCandidate(sch, args_info) for sch in schedules]
@@ -71,13 +78,16 @@ def live(n_candidates):
         theirs = time.perf_counter() - start
         rows.append({"what": f"live: {task.name}", "programs": len(schedules),
                      "gbxfer_per_s": round(len(schedules) / ours),
+                     "gbxfer_as_json_per_s": round(len(schedules) / as_json),
                      "per_store_per_s": round(len(schedules) / theirs),
                      "speedup": round(theirs / ours, 2)})
         total["gbxfer"] += ours
+        total["as_json"] += as_json
         total["tvm"] += theirs
         total["n"] += len(schedules)
     rows.append({"what": "live: all", "programs": total["n"],
                  "gbxfer_per_s": round(total["n"] / total["gbxfer"]),
+                 "gbxfer_as_json_per_s": round(total["n"] / total["as_json"]),
                  "per_store_per_s": round(total["n"] / total["tvm"]),
                  "speedup": round(total["tvm"] / total["gbxfer"], 2)})
     return rows

@@ -77,3 +77,15 @@ def test_tune_tir_with_gbxfer_cost_model(task, tmp_path):
     records = db.get_all_tuning_records()
     assert len(records) == 16
     assert len(model.costs) > 0  # update saw the measurements
+
+
+def test_trace_reader_equals_as_json(task):
+    from gbxfer.tvm._json import to_python
+    from gbxfer.tvm._traces import TraceReader
+
+    _, candidates = task
+    reader = TraceReader()
+    for _ in range(2):  # first sight of each sketch (slow path), then from the printed text
+        for c in candidates:
+            assert reader(c.sch.trace) == to_python(c.sch.trace.as_json())
+    assert len(reader._sketches) < len(candidates) and all(reader._sketches.values())
