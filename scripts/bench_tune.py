@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _results import RESULTS, print_table, write_results
+from _results import RESULTS, print_table, stamp, write_results
 
 from gbxfer import load_dataset
 from gbxfer.model._config import load_model_config
@@ -89,7 +89,7 @@ def run_one(tasks, weights, method, seed, profile, trials, pretrained, source, n
            "weights": weights, "curve": result.curve.to_dict("list"),
            "weighted": result.weighted_latency().tolist(),
            "cost_model_seconds": result.cost_model_seconds, "rounds": result.rounds,
-           "seconds": result.seconds}
+           "seconds": result.seconds, "commit": stamp()["commit"]}  # which adapter ran
     RUNS.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(row))
