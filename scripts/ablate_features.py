@@ -3,7 +3,10 @@
     python scripts/ablate_features.py [--dataset bundled] [--seeds 5]
 
 Each variant drops a group of program columns (hashed tokens, hashed decisions, both, the
-by-axis tile columns) from program + workload + hardware features; both model configs
+by-axis tile columns) from program + workload + hardware features, or adds hardware-relative
+cross features (program x hardware / workload: vectorize extent against vector lanes,
+parallel extent against threads, inner tile footprints against L1 / L2, FLOPs against peak,
+outer iterations, register tile, innermost tile against lanes); both model configs
 (default XGBoost regression, LightGBM lambdarank) are trained on the same by-task training
 part per seed and scored on its test part. Mean +- 95% CI over seeds.
 Results: scripts/results/ablate_features.{json,csv}.
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 
+import numpy as np
 from _results import print_table, write_results
 from bench_model import ci95
 
@@ -29,6 +33,31 @@ VARIANTS = {
     "no by-axis tiles": lambda c: "_axis" not in c,
 }
 
+CROSS = "+ hardware-relative cross features"
+
+
+def cross_features(fm) -> np.ndarray:
+    """Differences of logs that trees cannot form themselves (see the module docstring)."""
+    col = {c: i for i, c in enumerate(fm.columns)}
+
+    def g(name):
+        return fm.X[:, col[name]].astype(float)
+
+    def levels(role, *lv):
+        return sum(g(f"program.{role}_level{i}_log2") for i in lv)
+
+    lanes = np.log2(1 + g("hardware.vector_bits") / 32)
+    return np.column_stack([
+        g("program.vectorize_log2") - lanes,
+        g("program.parallel_log2") - np.log2(1 + g("hardware.threads")),
+        levels("sp", 0, 1) + levels("rd", 0) + 2 - np.log2(g("hardware.l1d_kb") * 1024),
+        levels("sp", 0, 1, 2) + levels("rd", 0, 1) + 2 - np.log2(g("hardware.l2_kb") * 1024),
+        g("workload.log2_flops") - np.log2(g("hardware.peak_gflops")),
+        g("workload.out_log2_size") - levels("sp", 0, 1),
+        levels("sp", 0) + levels("rd", 0),
+        g("program.sp_axis0_level0_log2") - lanes,
+    ]).astype(np.float32)
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -38,12 +67,14 @@ def main() -> None:
     dataset = load_dataset(args.dataset).filter(valid=True)
     fm = build(dataset, ["program", "workload", "hardware"])
     r = fm.records
+    cross = cross_features(fm)
     configs = {"default": load_model_config(), "lambdarank": load_model_config("lambdarank")}
     results: dict = {}
     for seed in range(args.seeds):
         test = SplitSpec("by-task", 0.3, seed).test_mask(dataset)
-        for variant, keep in VARIANTS.items():
-            X = fm.X[:, [i for i, c in enumerate(fm.columns) if keep(c)]]
+        for variant in [*VARIANTS, CROSS]:
+            X = (np.hstack([fm.X, cross]) if variant == CROSS else
+                 fm.X[:, [i for i, c in enumerate(fm.columns) if VARIANTS[variant](c)]])
             for name, config in configs.items():
                 model = GBCostRanker(**{**config["params"], "random_state": seed}).fit(
                     X[~test], r["label"][~test], groups=r["group"][~test])
