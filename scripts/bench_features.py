@@ -7,7 +7,7 @@
    third-party logs in ../shared.
 2. Live MetaSchedule candidates, as in a tuning loop: ``--candidates`` schedules drawn from
    the design space of a few suite tasks; primitive features from ``candidate.sch.trace``
-   as the cost-model adapter reads it (printed traces, a fresh TraceReader per task) and
+   as the cost-model adapter reads it (printed traces, a fresh featurizer per task) and
    through ``trace.as_json()`` for every candidate, against TVM's own ``PerStoreFeature`` on
    the same candidates, in the same run (ratio: adapter path vs PerStoreFeature).
 Results: scripts/results/bench_features.{json,csv}.
@@ -47,7 +47,6 @@ def live(n_candidates):
     from gbxfer.profiles import find_config, load_profile
     from gbxfer.tvm._collect import DesignSpace
     from gbxfer.tvm._json import to_python
-    from gbxfer.tvm._traces import TraceReader
     from gbxfer.tvm._workloads import task_module
     from gbxfer.workloads import load_suite
 
@@ -61,9 +60,10 @@ def live(n_candidates):
         mod = task_module(task)
         cands = DesignSpace(mod, target, task.name, 0).random(n_candidates // len(suite.tasks))
         schedules = [c.schedule for c in cands]
-        start = time.perf_counter()  # as the adapter does: printed traces, a fresh reader
-        read = TraceReader()
-        ProgramFeaturizer().transform_traces([read(sch.trace) for sch in schedules])
+        start = time.perf_counter()  # as the adapter does: printed traces, a fresh featurizer
+        ProgramFeaturizer().transform_printed(
+            [str(sch.trace) for sch in schedules],
+            lambda i: to_python(schedules[i].trace.as_json()))
         ours = time.perf_counter() - start
         start = time.perf_counter()  # every trace through as_json()
         ProgramFeaturizer().transform_traces([to_python(sch.trace.as_json())

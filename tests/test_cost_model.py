@@ -79,13 +79,22 @@ def test_tune_tir_with_gbxfer_cost_model(task, tmp_path):
     assert len(model.costs) > 0  # update saw the measurements
 
 
-def test_trace_reader_equals_as_json(task):
+def test_printed_traces_featurize_like_their_json(task):
+    from gbxfer.features._program import ProgramFeaturizer
     from gbxfer.tvm._json import to_python
-    from gbxfer.tvm._traces import TraceReader
 
     _, candidates = task
-    reader = TraceReader()
-    for _ in range(2):  # first sight of each sketch (slow path), then from the printed text
-        for c in candidates:
-            assert reader(c.sch.trace) == to_python(c.sch.trace.as_json())
-    assert len(reader._sketches) < len(candidates) and all(reader._sketches.values())
+    traces = [to_python(c.sch.trace.as_json()) for c in candidates]
+    texts = [str(c.sch.trace) for c in candidates]
+    asked = []
+
+    def trace_of(i):
+        asked.append(i)
+        return traces[i]
+
+    featurizer = ProgramFeaturizer()
+    expected = ProgramFeaturizer().transform_traces(traces)
+    for _ in range(2):  # first sight of each sketch asks for its JSON, then the text suffices
+        assert np.array_equal(featurizer.transform_printed(texts, trace_of), expected)
+    assert 0 < len(asked) < len(candidates)
+    assert all(featurizer._printed.values())  # every sketch's printed form was understood

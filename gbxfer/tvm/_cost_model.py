@@ -23,7 +23,6 @@ from ..formats._metaschedule import describe_task
 from ..hardware import HardwareDescriptor
 from ..model import GBCostRanker, SavedModel
 from ._json import to_python
-from ._traces import TraceReader
 
 log = logging.getLogger("gbxfer")
 PRETRAINED = BUNDLED.parent / "pretrained"
@@ -61,7 +60,6 @@ class GbxferCostModel(PyCostModel):
         self.seed = seed
         self.current = self.base
         self.featurizer = ProgramFeaturizer()
-        self.read_trace = TraceReader()
         self._context_rows: dict = {}  # workload hash -> (workload vector, hw vector)
         self.X: list[np.ndarray] = []
         self.costs: list[float] = []
@@ -94,8 +92,9 @@ class GbxferCostModel(PyCostModel):
 
     def features(self, context, candidates) -> tuple[str, np.ndarray]:
         key, (workload, hw) = self._static_rows(context, candidates)
-        program = self.featurizer.transform_traces(
-            [self.read_trace(c.sch.trace) for c in candidates])
+        program = self.featurizer.transform_printed(
+            [str(c.sch.trace) for c in candidates],
+            lambda i: to_python(candidates[i].sch.trace.as_json()))
         blocks = self.current.blocks if self.current is not None else [
             "program", "workload", "hardware"]
         parts = []
