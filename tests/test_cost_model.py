@@ -98,3 +98,23 @@ def test_printed_traces_featurize_like_their_json(task):
         assert np.array_equal(featurizer.transform_printed(texts, trace_of), expected)
     assert 0 < len(asked) < len(candidates)
     assert all(featurizer._printed.values())  # every sketch's printed form was understood
+
+
+def test_printed_gpu_traces_featurize_like_their_json():
+    """GPU sketches print thread bindings and cooperative fetches: the text path reads them."""
+    from gbxfer.features._program import ProgramFeaturizer
+    from gbxfer.tvm._collect import DesignSpace
+    from gbxfer.tvm._json import to_python
+    from gbxfer.tvm._workloads import task_module
+    from gbxfer.workloads import Task
+
+    mod = task_module(Task("dense", (("M", 16), ("N", 64), ("K", 32))))
+    target = tvm.target.Target({"kind": "cuda", "arch": "sm_80", "max_threads_per_block": 1024,
+                                "max_shared_memory_per_block": 49152, "thread_warp_size": 32})
+    schedules = [c.schedule for c in DesignSpace(mod, target, "t", 0).random(16)]
+    traces = [to_python(s.trace.as_json()) for s in schedules]
+    featurizer = ProgramFeaturizer()
+    rows = featurizer.transform_printed([str(s.trace) for s in schedules], traces.__getitem__)
+    assert np.array_equal(rows, ProgramFeaturizer().transform_traces(traces))
+    assert all(featurizer._printed.values())
+    assert rows[:, featurizer.columns.index("bind_thread")].max() > 0
