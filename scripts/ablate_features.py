@@ -13,14 +13,11 @@ Results: scripts/results/ablate_features.{json,csv}.
 """
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 from _results import print_table, write_results
-from bench_model import ci95
+from bench_model import experiment, mean_ci
 
-from gbxfer import SplitSpec, load_dataset
-from gbxfer.features import build
+from gbxfer import SplitSpec
 from gbxfer.metrics import ranking_report
 from gbxfer.model import GBCostRanker
 from gbxfer.model._config import load_model_config
@@ -60,12 +57,7 @@ def cross_features(fm) -> np.ndarray:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", default="bundled")
-    parser.add_argument("--seeds", type=int, default=5)
-    args = parser.parse_args()
-    dataset = load_dataset(args.dataset).filter(valid=True)
-    fm = build(dataset, ["program", "workload", "hardware"])
+    args, dataset, fm = experiment(__doc__)
     r = fm.records
     cross = cross_features(fm)
     configs = {"default": load_model_config(), "lambdarank": load_model_config("lambdarank")}
@@ -84,11 +76,8 @@ def main() -> None:
         print(f"seed {seed} done", flush=True)
     rows = []
     for (variant, name), reports in results.items():
-        row = {"variant": variant, "config": name, "seeds": len(reports)}
-        for metric in ("pca", "top1", "top5"):
-            row[metric], row[f"{metric}_ci"] = (round(v, 4) for v in
-                                                ci95([rep[metric] for rep in reports]))
-        rows.append(row)
+        rows.append({"variant": variant, "config": name, "seeds": len(reports),
+                     **mean_ci(reports, ("pca", "top1", "top5"))})
     print_table(rows)
     write_results("ablate_features", rows, dataset=args.dataset)
 

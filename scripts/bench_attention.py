@@ -10,13 +10,10 @@ sees that family) and each seed, the default model config is trained with and wi
 """
 from __future__ import annotations
 
-import argparse
-
-import numpy as np
 from _results import print_table, write_results
-from bench_model import ci95
+from bench_model import ci95, experiment
 
-from gbxfer import SplitSpec, load_dataset
+from gbxfer import SplitSpec
 from gbxfer.model._config import load_model_config
 from gbxfer.training import evaluate, train
 
@@ -24,11 +21,7 @@ METRICS = ("pca", "top1", "top5")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", default="bundled")
-    parser.add_argument("--seeds", type=int, default=5)
-    args = parser.parse_args()
-    dataset = load_dataset(args.dataset).filter(valid=True)
+    args, dataset, _ = experiment(__doc__)
     base = load_model_config()
     arms = {"without": base, "with attention": {**base, "attention": {"dim": 8}}}
     families = sorted(dataset.records["hardware_family"].unique())

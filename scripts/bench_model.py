@@ -46,6 +46,26 @@ def ci95(values):
                                        / np.sqrt(len(values)))
 
 
+def mean_ci(reports, metrics) -> dict:
+    """``{metric: mean, metric_ci: 95% half-width}`` over per-seed reports, rounded."""
+    out = {}
+    for metric in metrics:
+        out[metric], out[f"{metric}_ci"] = (round(v, 4) for v in
+                                            ci95([rep[metric] for rep in reports]))
+    return out
+
+
+def experiment(doc: str, seeds: int = 5):
+    """The head of the seeded experiment scripts: ``--dataset`` / ``--seeds`` parsed, the
+    dataset's valid records and their program + workload + hardware features."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--dataset", default="bundled")
+    parser.add_argument("--seeds", type=int, default=seeds)
+    args = parser.parse_args()
+    dataset = load_dataset(args.dataset).filter(valid=True)
+    return args, dataset, build(dataset, BASE)
+
+
 def per_store_frame(dataset):
     if dataset.per_store is not None:
         return dataset.per_store

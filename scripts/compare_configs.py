@@ -10,14 +10,11 @@ Results: scripts/results/compare_configs.{json,csv}.
 """
 from __future__ import annotations
 
-import argparse
-
 import pandas as pd
 from _results import print_table, write_results
-from bench_model import ci95
+from bench_model import experiment, mean_ci
 
-from gbxfer import SplitSpec, load_dataset
-from gbxfer.features import build
+from gbxfer import SplitSpec
 from gbxfer.metrics import ranking_report
 from gbxfer.model import GBCostRanker
 from gbxfer.model._config import load_model_config
@@ -34,12 +31,7 @@ ENSEMBLE = "rank average of all the above"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", default="bundled")
-    parser.add_argument("--seeds", type=int, default=10)
-    args = parser.parse_args()
-    dataset = load_dataset(args.dataset).filter(valid=True)
-    fm = build(dataset, ["program", "workload", "hardware"])
+    args, dataset, fm = experiment(__doc__, seeds=10)
     r = fm.records
     results: dict = {}
     for seed in range(args.seeds):
@@ -60,11 +52,8 @@ def main() -> None:
     rows = []
     for name, reports in results.items():
         for lo, hi in halves:
-            row = {"variant": name, "seeds": f"{lo}-{hi - 1}"}
-            for metric in ("pca", "top1", "top5"):
-                row[metric], row[f"{metric}_ci"] = (round(v, 4) for v in ci95(
-                    [rep[metric] for rep in reports[lo:hi]]))
-            rows.append(row)
+            rows.append({"variant": name, "seeds": f"{lo}-{hi - 1}",
+                         **mean_ci(reports[lo:hi], ("pca", "top1", "top5"))})
     print_table(rows)
     write_results("compare_configs", rows, dataset=args.dataset, test_fraction=0.3)
 

@@ -11,14 +11,11 @@ Results: scripts/results/learning_curve.{json,csv,png}.
 """
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 from _results import RESULTS, print_table, write_results
-from bench_model import ci95
+from bench_model import experiment, mean_ci
 
-from gbxfer import SplitSpec, load_dataset
-from gbxfer.features import build
+from gbxfer import SplitSpec
 from gbxfer.metrics import ranking_report
 from gbxfer.model import GBCostRanker
 from gbxfer.model._config import load_model_config
@@ -28,12 +25,7 @@ METRICS = ("pca", "top1", "top5")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", default="bundled")
-    parser.add_argument("--seeds", type=int, default=5)
-    args = parser.parse_args()
-    dataset = load_dataset(args.dataset).filter(valid=True)
-    fm = build(dataset, ["program", "workload", "hardware"])
+    args, dataset, fm = experiment(__doc__)
     r = fm.records
     configs = {"default": load_model_config(), "lambdarank": load_model_config("lambdarank")}
     results: dict = {}
@@ -54,12 +46,9 @@ def main() -> None:
         print(f"seed {seed} done", flush=True)
     rows = []
     for (fraction, name), reports in results.items():
-        row = {"fraction": fraction, "config": name, "seeds": len(reports),
-               "train_tasks": float(np.mean([rep["n_tasks"] for rep in reports]))}
-        for metric in METRICS:
-            row[metric], row[f"{metric}_ci"] = (round(v, 4) for v in
-                                                ci95([rep[metric] for rep in reports]))
-        rows.append(row)
+        rows.append({"fraction": fraction, "config": name, "seeds": len(reports),
+                     "train_tasks": float(np.mean([rep["n_tasks"] for rep in reports])),
+                     **mean_ci(reports, METRICS)})
     print_table(rows)
     write_results("learning_curve", rows, dataset=args.dataset, test_fraction=0.3)
     plot(rows)
