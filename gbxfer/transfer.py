@@ -134,6 +134,10 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
     shots = target.select(shot_positions)
     if len(shots) == 0:
         raise GbxferError("no shots: the target has no valid records to draw from")
+    if config.mode == "continue" and config.extra_rounds == 0:
+        # no trees added: the source model, with the shots recorded
+        model.check_columns(build(shots, model.blocks).columns)
+        return _adapted(model, model.ranker, shots, config, seed, holdout)
     source = source.filter(hardware=model.hardware, valid=True)
     if config.source_fraction < 1.0:
         keep = key_uniform(source.records["record_id"].to_numpy(), seed) < config.source_fraction
@@ -172,11 +176,15 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
         params["num_leaves"] = config.num_leaves
     if config.min_child_samples:
         params["min_child_samples"] = config.min_child_samples
-    if config.mode == "continue" and config.extra_rounds == 0:
-        ranker = model.ranker  # no trees added: the source model, with the shots recorded
-    else:
-        ranker = GBCostRanker(**params).fit(X_fit, y, groups=groups, sample_weight=weights,
-                                            init_model=init_model)
+    ranker = GBCostRanker(**params).fit(X_fit, y, groups=groups, sample_weight=weights,
+                                        init_model=init_model)
+    return _adapted(model, ranker, shots, config, seed, holdout)
+
+
+def _adapted(model: SavedModel, ranker, shots: Dataset, config: TransferConfig, seed: int,
+             holdout: SplitSpec | None) -> SavedModel:
+    """The transferred model: ``ranker`` with the source's columns, and the shots and the
+    split in its metadata (so that evaluation leaves them out)."""
     ids = list(model.train_record_ids) + shots.records["record_id"].tolist()
     return SavedModel(ranker, model.columns, sorted(set(model.hardware) | set(shots.hardware)),
                       holdout.to_dict() if holdout else None, ids,
