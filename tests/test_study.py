@@ -53,15 +53,15 @@ def test_transfer_study_exports_a_transfer_section(gpus_path, tmp_path):
                  "--out", str(tmp_path / "t"), "-q"]) == 0
 
 
-def test_transfer_study_keeps_each_task_in_one_fold_across_profiles(ansor_dir, monkeypatch):
+def test_transfer_study_keeps_each_task_in_one_fold_across_profiles(gpus_path, monkeypatch):
     """Two target profiles measure the same tasks: a fold adapting on a task's shots on one
     profile must not score that task on the other."""
     import gbxfer.study as study_module
-    from gbxfer import SplitSpec
+    from gbxfer import SplitSpec, load_dataset
     from gbxfer.training import train
     from gbxfer.transfer import draw_shots
 
-    gpus = ingest([ansor_dir / "gpu_a100", ansor_dir / "gpu_rtx3080"])
+    gpus = load_dataset(gpus_path)
     model = train(gpus, {"blocks": ["program", "workload", "hardware"],
                          "params": {"n_estimators": 10}}, SplitSpec.parse("by-hardware:cuda-sm_86"))
     shots = draw_shots(gpus, 4, 0)

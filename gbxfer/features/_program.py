@@ -590,7 +590,7 @@ class ProgramFeaturizer:
         head, tail = (text, "") if cut < 0 else (text[:cut], text[cut:])
         values = _PRINTED_DECISION.findall(head)
         key = _PRINTED_DECISION.sub("decision=?", head)
-        sketch = self._printed.get(key, False)
+        sketch, trace = self._printed.get(key, False), None
         if sketch is False:  # first sight: keep it if the printed form agrees with the JSON
             trace = trace_of(i)
             insts, decisions = trace[0], trace[1]
@@ -602,7 +602,7 @@ class ProgramFeaturizer:
                                                        insts[:split]),
                                             [j for j, _ in decisions]) if agree else None)
         if sketch is None:
-            return self._trace(trace_of(i))
+            return self._trace(trace if trace is not None else trace_of(i))
         plan, indices = sketch
         part = self._postproc.get(tail)
         if part is None:
