@@ -105,33 +105,49 @@ def best_at(run, trials=None, seconds=None) -> float:
     return float(values.min()) if len(values) else float("nan")
 
 
-def reach(run, level) -> tuple[float, float]:
-    """Trials and seconds at which a run first reaches ``level`` (inf when it never does)."""
-    curve = pd.DataFrame(run["curve"])
-    hit = np.flatnonzero(np.asarray(run["weighted"], dtype=float) <= level * (1 + 1e-9))
-    if not len(hit):
-        return float("inf"), float("inf")
-    return float(curve["trials"].iloc[hit[0]]), float(curve["seconds"].iloc[hit[0]])
-
-
 def gmean(values) -> float:
     values = np.asarray([v for v in values if np.isfinite(v) and v > 0], dtype=float)
     return float(np.exp(np.log(values).mean())) if len(values) else float("nan")
 
 
+def mean_curve(runs, grid, by: str) -> np.ndarray:
+    """Geometric mean over seeds of the best latency so far at each ``by`` (``"trials"`` or
+    ``"seconds"``) in ``grid``; NaN until every seed has a measurement. A finished run keeps
+    its final best."""
+    values = np.array([[best_at(r, **{by: x}) for x in grid] for r in runs])
+    return np.where(np.isnan(values).any(axis=0), np.nan,
+                    np.exp(np.log(values).mean(axis=0)))
+
+
+def reach(curve, grid, level) -> float:
+    """Where ``curve`` first reaches ``level`` on ``grid`` (inf when it never does)."""
+    hit = np.flatnonzero(curve <= level * (1 + 1e-9))
+    return float(grid[hit[0]]) if len(hit) else float("inf")
+
+
+def task_of(run) -> str:
+    return run["tasks"][0] if len(run["tasks"]) == 1 else "network"
+
+
 def summarize(runs, trials) -> list[dict]:
+    """One row per (task, method): best latency at fixed trials and at equal wall-clock
+    times (geometric mean over seeds), and the trials / seconds at which the method's mean
+    curve (geometric mean over seeds) reaches (c)'s final best, the geometric mean of (c)'s
+    seeds' finals, which (c)'s own mean curve reaches by its last trial; each seed's own
+    trials to it alongside."""
     rows = []
-    for task in dict.fromkeys(r["tasks"][0] if len(r["tasks"]) == 1 else "network"
-                              for r in runs):
-        mine = [r for r in runs if (r["tasks"][0] if len(r["tasks"]) == 1 else "network") == task]
+    for task in dict.fromkeys(map(task_of, runs)):
+        mine = [r for r in runs if task_of(r) == task]
         ref_runs = [r for r in mine if r["method"] == "c"]
         if not ref_runs:
             continue
         total = trials if task != "network" else max(max(r["curve"]["trials"]) for r in mine)
         reference = gmean([best_at(r, trials=total) for r in ref_runs])
         ref_seconds = float(np.median([r["seconds"] for r in ref_runs]))
+        grids = {by: np.unique(np.concatenate([r["curve"][by] for r in mine]))
+                 for by in ("trials", "seconds")}
         for method in METHODS:
-            sel = [r for r in mine if r["method"] == method]
+            sel = sorted((r for r in mine if r["method"] == method), key=lambda r: r["seed"])
             if not sel:
                 continue
             row = {"task": task, "method": method, "seeds": len(sel)}
@@ -141,11 +157,13 @@ def summarize(runs, trials) -> list[dict]:
             for share in (0.25, 0.5, 1.0):
                 row[f"best_at_{share:g}T_ms"] = 1e3 * gmean(
                     [best_at(r, seconds=share * ref_seconds) for r in sel])
-            hits = [reach(r, reference) for r in sel]
-            row["trials_to_c_final"] = float(np.median([h[0] for h in hits]))
-            row["seconds_to_c_final"] = float(np.median([h[1] for h in hits]))
+            for by, grid in grids.items():
+                row[f"{by}_to_c_final"] = reach(mean_curve(sel, grid, by), grid, reference)
             row["trials_share"] = row["trials_to_c_final"] / total
             row["seconds_share"] = row["seconds_to_c_final"] / ref_seconds
+            row["seed_trials_to_c_final"] = "/".join(
+                f"{reach(mean_curve([r], grids['trials'], 'trials'), grids['trials'], reference):g}"
+                for r in sel)
             row["final_vs_c"] = gmean([best_at(r, trials=total) for r in sel]) / reference
             row["cost_model_s_per_round"] = float(np.mean(
                 [sum(r["cost_model_seconds"].values()) / max(r["rounds"], 1) for r in sel]))
@@ -162,32 +180,38 @@ def summarize(runs, trials) -> list[dict]:
     return rows
 
 
-def plot(runs):
+def plot(runs, trials):
+    """Per task: each seed's best-so-far curve (thin) and the method's mean curve (thick)
+    against trials and against seconds; the dashed line is (c)'s final best."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = list(dict.fromkeys(r["tasks"][0] if len(r["tasks"]) == 1 else "network"
-                               for r in runs))
+    names = list(dict.fromkeys(map(task_of, runs)))
     fig, axes = plt.subplots(2, len(names), figsize=(4 * len(names), 6.5), squeeze=False)
     colors = dict(zip(METHODS, plt.rcParams["axes.prop_cycle"].by_key()["color"]))
     for j, task in enumerate(names):
-        for r in runs:
-            if (r["tasks"][0] if len(r["tasks"]) == 1 else "network") != task:
-                continue
-            curve = pd.DataFrame(r["curve"])
-            y = 1e3 * pd.Series(r["weighted"]).cummin()
-            label = METHODS[r["method"]] if r["seed"] == 0 else None
-            axes[0][j].step(curve["trials"], y, where="post", color=colors[r["method"]],
-                            label=label, alpha=0.8)
-            axes[1][j].step(curve["seconds"], y, where="post", color=colors[r["method"]],
-                            alpha=0.8)
+        mine = [r for r in runs if task_of(r) == task]
+        total = trials if task != "network" else max(max(r["curve"]["trials"]) for r in mine)
+        for row, by in enumerate(("trials", "seconds")):
+            ax = axes[row][j]
+            grid = np.unique(np.concatenate([r["curve"][by] for r in mine]))
+            for method, label in METHODS.items():
+                sel = [r for r in mine if r["method"] == method]
+                for r in sel:
+                    y = 1e3 * pd.Series(r["weighted"]).cummin()
+                    ax.step(r["curve"][by], y, where="post", color=colors[method], lw=0.7,
+                            alpha=0.35)
+                if sel:
+                    ax.step(grid, 1e3 * mean_curve(sel, grid, by), where="post",
+                            color=colors[method], lw=2, label=f"({method}) {label}")
+            ref = [best_at(r, trials=total) for r in mine if r["method"] == "c"]
+            if ref:
+                ax.axhline(1e3 * gmean(ref), color="k", ls="--", lw=0.8)
+            ax.set_xlabel(by)
+            ax.set_ylabel("best latency (ms)" + (", weighted" if task == "network" else ""))
         axes[0][j].set_title(task, fontsize=9)
-        axes[0][j].set_xlabel("trials")
-        axes[1][j].set_xlabel("seconds")
-        axes[0][j].set_ylabel("best latency (ms)")
-        axes[1][j].set_ylabel("best latency (ms)")
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(RESULTS / "bench_tune.png", dpi=120)
@@ -229,9 +253,10 @@ def main() -> None:
         else []
     rows = summarize(runs, args.trials)
     print_table(rows, ["task", "method", "seeds", "best_at_25_ms", "best_at_200_ms",
-                       "trials_share", "seconds_share", "final_vs_c", "cost_model_s_per_round"])
+                       "trials_share", "seconds_share", "seed_trials_to_c_final", "final_vs_c",
+                       "cost_model_s_per_round"])
     if runs:
-        plot(runs)
+        plot(runs, args.trials)
     write_results("bench_tune", rows, target=args.target, trials=args.trials,
                   methods=METHODS)
 
