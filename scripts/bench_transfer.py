@@ -73,8 +73,8 @@ def hardness(source: Dataset, target: Dataset) -> float:
 
     s, t = source.records, target.records
     values = []
-    for (task, shw), sg in s.groupby(["task_key", "hardware"]):
-        for thw, tg in t[t["task_key"] == task].groupby("hardware"):
+    for (task, _), sg in s.groupby(["task_key", "hardware"]):
+        for _, tg in t[t["task_key"] == task].groupby("hardware"):
             both = sg.merge(tg, on="program_id", suffixes=("_s", "_t"))
             if len(both) >= 5:
                 values.append(spearmanr(both["latency_s"], both["latency_t"])[0])

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 from gbxfer import GbxferError, SplitSpec, ingest
