@@ -151,6 +151,19 @@ class Suite:
                               f"tasks: {', '.join(list(known)[:8])}, ...")
         return dataclasses.replace(self, tasks=tuple(known[n] for n in names))
 
+    @property
+    def networks(self) -> list[str]:
+        return list(dict.fromkeys(n for t in self.tasks for n, _ in t.network_weights))
+
+    def network(self, name: str) -> tuple["Suite", list[float]]:
+        """The tasks of network ``name`` and how many times each occurs in it (its weights in
+        MetaSchedule's task scheduler); an error lists the suite's networks."""
+        tasks = tuple(t for t in self.tasks if t.weight_in(name) > 0)
+        if not tasks:
+            raise GbxferError(f"{self.path or self.name}: no network named {name!r}; "
+                              f"networks: {', '.join(self.networks)}")
+        return dataclasses.replace(self, tasks=tasks), [t.weight_in(name) for t in tasks]
+
 
 def load_suite(path) -> Suite:
     """Load and validate a suite YAML file."""

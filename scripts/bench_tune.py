@@ -244,8 +244,8 @@ def main() -> None:
                     print(f"{task.name} ({method}) seed {seed}: "
                           f"{time.perf_counter() - start:.0f} s", flush=True)
         if args.network:
-            tasks = [t for t in suite.tasks if t.weight_in(args.network) > 0]
-            weights = [t.weight_in(args.network) for t in tasks]
+            network, weights = suite.network(args.network)
+            tasks = list(network.tasks)
             for method in "ac":
                 run_one(tasks, weights, method, 0, profile, args.trials * len(tasks) // 4,
                         pretrained, source, f"network-{args.network}-{method}-0")

@@ -25,16 +25,17 @@ def test_tune_writes_database_curve_and_summary(tmp_path):
     (tmp_path / "tiny.yaml").write_text(SUITE)
     profile = write_host_profile(tmp_path)
     out = tmp_path / "run"
-    assert main(["tune", "-q", "--suite", str(tmp_path / "tiny.yaml"), "--hardware",
-                 str(profile), "--model", "none", "--trials", "16",
-                 "--trials-per-iter", "8", "--population", "64", "--repeats", "1", "--min-repeat-ms", "1",
-                 "--out", str(out)]) == 0
+    assert main(["tune", "-q", "--suite", str(tmp_path / "tiny.yaml"), "--network", "toy",
+                 "--hardware", str(profile), "--model", "none", "--trials", "16",
+                 "--trials-per-iter", "8", "--population", "64", "--repeats", "1",
+                 "--min-repeat-ms", "1", "--out", str(out)]) == 0
     curve = pd.read_csv(out / "curve.csv")
     assert curve["trials"].max() == 16 and curve["trials"].is_monotonic_increasing
     assert curve["seconds"].is_monotonic_increasing
     assert (out / "curve.png").stat().st_size > 0
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["best_latency"]) == {"dense_16_32_16", "softmax_8_64"}
+    assert summary["weights"] == {"dense_16_32_16": 2, "softmax_8_64": 1}
     assert all(0 < v < 1 for v in summary["best_latency"].values())
     assert summary["cost_model_seconds"]["predict"] > 0
     ds = ingest([out / "metaschedule"])

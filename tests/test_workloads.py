@@ -29,6 +29,17 @@ def test_a_task_shared_by_networks_is_one_task_with_summed_weight():
     assert shared.weight == 3 + 4
 
 
+def test_a_network_is_its_tasks_weighted_by_occurrences_there():
+    suite = load_suite(SUITE)
+    assert set(suite.networks) == {"resnet50", "mobilenet_v2", "bert_base", "resnet18"}
+    resnet18, weights = suite.network("resnet18")
+    by_name = dict(zip((t.name for t in resnet18.tasks), weights, strict=True))
+    assert by_name["conv2d_1_56_56_64_64_3_1_1"] == 4  # not its 7 over both ResNets
+    assert "softmax_1536_128" not in by_name and len(by_name) == 14
+    with pytest.raises(GbxferError, match="no network named 'resnet19'.*resnet18"):
+        suite.network("resnet19")
+
+
 def test_flops_by_hand():
     assert operator_flops("dense", {"M": 2, "N": 3, "K": 4}) == 2 * 2 * 3 * 4
     conv = {"N": 1, "H": 8, "W": 8, "CI": 3, "CO": 5, "kernel": 3, "stride": 1, "padding": 1}

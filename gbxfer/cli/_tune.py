@@ -16,15 +16,20 @@ log = logging.getLogger("gbxfer")
 def add_parser(verbs, common):
     p = verbs.add_parser(
         "tune", parents=[common], help="tune tasks with MetaSchedule and gbxfer's cost model",
-        description="Tune the suite's tasks (or --tasks) on a hardware profile with "
-                    "MetaSchedule's evolutionary search and task scheduler (task weights from "
-                    "the suite), scoring candidates with a gbxfer model (the pretrained one by "
-                    "default, updated online), TVM's XGBModel or random scores. Writes the "
+        description="Tune the suite's tasks (or --tasks, or one --network's) on a hardware "
+                    "profile with MetaSchedule's evolutionary search and task scheduler (task "
+                    "weights from the suite or the network), scoring candidates with a gbxfer "
+                    "model (the pretrained one by default, updated online), TVM's XGBModel or "
+                    "random scores. Writes the "
                     "MetaSchedule database (OUT/metaschedule, which `gbxfer ingest` reads), the "
                     "tuning curve (OUT/curve.csv, OUT/curve.png: best latency against trials and "
                     "seconds) and OUT/summary.json. Needs gbxfer[tvm].")
     p.add_argument("--suite", required=True, help="suite name (configs/workloads) or YAML path")
-    p.add_argument("--tasks", metavar="NAME[,NAME...]", help="only these tasks of the suite")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--tasks", metavar="NAME[,NAME...]", help="only these tasks of the suite")
+    which.add_argument("--network", metavar="NAME",
+                       help="all tasks of one network of the suite, weighted by how often "
+                            "each occurs in it")
     p.add_argument("--hardware", required=True, metavar="PROFILE",
                    help="hardware profile name (configs/hardware) or YAML path")
     p.add_argument("--cost-model", choices=("gbxfer", "xgb", "random"), default="gbxfer")
@@ -50,8 +55,11 @@ def run(args) -> int:
     if args.trials <= 0:
         raise GbxferError("--trials must be positive")
     suite = load_suite(find_config("workloads", args.suite))
+    weights = None  # the suite's task weights
     if args.tasks:
         suite = suite.select(args.tasks.split(","))
+    elif args.network:
+        suite, weights = suite.network(args.network)
     profile = load_profile(args.hardware)
     if args.cost_model == "gbxfer":
         from ..tvm import GbxferCostModel
@@ -61,9 +69,9 @@ def run(args) -> int:
     else:
         cost_model = args.cost_model
     result = tune(suite.tasks, profile, cost_model, args.trials, args.out, seed=args.seed,
-                  trials_per_iter=args.trials_per_iter, progress=not args.quiet,
-                  repeats=args.repeats, min_repeat_ms=args.min_repeat_ms,
-                  population=args.population)
+                  trials_per_iter=args.trials_per_iter, weights=weights,
+                  progress=not args.quiet, repeats=args.repeats,
+                  min_repeat_ms=args.min_repeat_ms, population=args.population)
     result.curve.assign(weighted_latency=result.weighted_latency()).to_csv(
         args.out / "curve.csv", index=False)
     plot_curve(result, args.out / "curve.png")
@@ -72,6 +80,7 @@ def run(args) -> int:
                "cost_model": args.cost_model, "trials": int(result.curve["trials"].max()),
                "seconds": result.seconds, "cost_model_seconds": result.cost_model_seconds,
                "rounds": result.rounds, "best_latency": best,
+               "weights": dict(zip(best, result.weights, strict=True)),
                "weighted_latency": float(result.weighted_latency().iloc[-1])}
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
     for name, latency in best.items():
