@@ -79,6 +79,37 @@ def test_tune_tir_with_gbxfer_cost_model(task, tmp_path):
     assert len(model.costs) > 0  # update saw the measurements
 
 
+def test_tune_relax_network_with_pretrained_cost_model(tmp_path):
+    """A Relax model's fused tasks, tuned through MetaSchedule's relax integration."""
+    import tvm
+    from tvm import relax
+    from tvm.relax.frontend import nn
+    from tvm.s_tir import meta_schedule as ms
+
+    from gbxfer.tvm import GbxferCostModel, local_builder
+
+    class MLP(nn.Module):
+        def __init__(self):
+            self.fc = nn.Linear(32, 16, bias=False)
+
+        def forward(self, x):
+            return nn.op.relu(self.fc(x))
+
+    mod, _ = MLP().export_tvm({"forward": {"x": nn.spec.Tensor((8, 32), "float32")}})
+    mod = tvm.ir.transform.Sequential([
+        relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(),
+        relax.transform.FuseOps(), relax.transform.FuseTIR()])(mod)
+    model = GbxferCostModel(min_samples=8)  # the shipped pretrained model
+    db = ms.relax_integration.tune_relax(
+        mod, {}, tvm.target.Target({"kind": "llvm", "num-cores": 1}), str(tmp_path / "work"),
+        max_trials_global=8, num_trials_per_iter=8, builder=local_builder(),
+        runner=ms.runner.LocalRunner(evaluator_config=ms.runner.EvaluatorConfig(
+            number=1, repeat=1, min_repeat_ms=1)), cost_model=model, seed=1,
+        strategy=ms.search_strategy.EvolutionarySearch(population_size=32))
+    assert len(db.get_all_tuning_records()) >= 8
+    assert len(model.costs) >= 8 and model.current is not model.base  # boosted online
+
+
 def test_printed_traces_featurize_like_their_json(task):
     from gbxfer.features._program import ProgramFeaturizer
     from gbxfer.tvm._json import to_python
