@@ -1,0 +1,59 @@
+"""Which training label ranks best by task? The default model on transforms of its label.
+
+    python scripts/compare_labels.py [--dataset bundled] [--seeds 10]
+
+The default config (XGBoost regression) trains on the by-task training part (test fraction 0.3)
+of each seed with one label transform at a time: MetaSchedule's normalised throughput (min
+latency / latency in the task x hardware group, the default), its square and fourth power
+(weighting the fast programs more), its log, and the percentile rank within the group (which
+ignores how much faster). Scored on the test part; mean +- 95% CI over seeds and of the paired
+per-seed differences to the default label (d_*).
+Results: scripts/results/compare_labels.{json,csv}.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from _results import print_table, write_results
+from bench_model import experiment, mean_ci
+
+from gbxfer import SplitSpec
+from gbxfer.metrics import ranking_report
+from gbxfer.model import GBCostRanker
+from gbxfer.model._config import load_model_config
+
+METRICS = ("pca", "top1", "top5")
+
+
+def main() -> None:
+    args, dataset, fm = experiment(__doc__, seeds=10)
+    r = fm.records
+    ratio = r["label"].to_numpy()
+    labels = {"throughput ratio (default)": ratio, "ratio^2": ratio ** 2, "ratio^4": ratio ** 4,
+              "log ratio": np.log(ratio),
+              "percentile rank": pd.Series(ratio).groupby(r["group"].to_numpy()).rank(
+                  pct=True).to_numpy()}
+    params = load_model_config()["params"]
+    results: dict = {}
+    for seed in range(args.seeds):
+        test = SplitSpec("by-task", 0.3, seed).test_mask(dataset)
+        for name, y in labels.items():
+            model = GBCostRanker(**{**params, "random_state": seed}).fit(
+                fm.X[~test], y[~test], groups=r["group"][~test])
+            results.setdefault(name, []).append(ranking_report(
+                r["latency"][test], model.predict(fm.X[test]), r["group"][test],
+                r["weight"][test]))
+        print(f"seed {seed} done", flush=True)
+    base = next(iter(results.values()))
+    rows = []
+    for name, reports in results.items():
+        deltas = [{f"d_{m}": rep[m] - ref[m] for m in METRICS}
+                  for rep, ref in zip(reports, base, strict=True)]
+        rows.append({"label": name, "seeds": len(reports), **mean_ci(reports, METRICS),
+                     **mean_ci(deltas, [f"d_{m}" for m in METRICS])})
+    print_table(rows)
+    write_results("compare_labels", rows, dataset=args.dataset, test_fraction=0.3)
+
+
+if __name__ == "__main__":
+    main()
