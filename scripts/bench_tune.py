@@ -1,7 +1,7 @@
 """End-to-end tuning: gbxfer's cost model against TVM's XGBModel in MetaSchedule, same machine.
 
     python scripts/bench_tune.py [--target x86-sse42-1t] [--trials 200] [--seeds 3]
-                                 [--network resnet18] [--report-only]
+                                 [--network resnet18] [--network-trials 32] [--report-only]
 
 On a hardware family whose data the pretrained models did not see (--target's family; the
 models pretrain on the bundled dataset's other families), tune each of four suite tasks
@@ -13,12 +13,16 @@ models pretrain on the bundled dataset's other families), tune each of four suit
   (e) random scores                       (1 seed)
 Runs are interleaved (seed, then task, then method) and each is saved as it finishes under
 scripts/results/bench_tune/runs/, so the benchmark stops and continues; never run it beside
-another measurement. With --network, then tunes all tasks of that network of the suite (task
-weights, gradient task scheduler) with (a) and (c) for the same number of trials, compared
-at equal wall-clock time. Report: best latency at 25/50/100/200 trials (for the network: at
-the same shares of its trials) and at equal wall-clock times, trials and seconds to reach
-(c)'s final best, cost-model seconds per round, and their geometric means over tasks;
-scripts/results/bench_tune.{json,csv,png}.
+another measurement. With --network, then tunes a whole network built in Relax (ResNet-18,
+NHWC: its 19 fused tasks as MetaSchedule extracts them, weighted by occurrence, gradient task
+scheduler) with (a) and (c), --network-trials per task, and compiles the network from each
+run's database as it was at equal wall-clock time (the shorter run's total) and at the end,
+and times it end to end, the builds interleaved. Report: best latency at 25/50/100/200 trials
+(for the network: the task scheduler's weighted sum of task latencies, at the same shares of
+its trials) and at equal wall-clock times, trials and seconds to reach (c)'s final best,
+cost-model seconds per round, and their geometric means over tasks;
+scripts/results/bench_tune.{json,csv,png}; the network's end-to-end latencies in
+scripts/results/bench_tune/network-<name>-end-to-end.json.
 """
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ from gbxfer import load_dataset
 from gbxfer.model._config import load_model_config
 from gbxfer.profiles import find_config, load_profile
 from gbxfer.training import train
+from gbxfer.tvm._networks import NETWORKS
 from gbxfer.workloads import load_suite
 
 TASKS = ("conv2d_1_28_28_128_128_3_1_1", "depthwise_conv2d_1_56_56_144_3_1_1",
@@ -85,7 +90,7 @@ def run_one(tasks, weights, method, seed, profile, trials, pretrained, source, n
     model = cost_model(method, seed, profile, pretrained, source)
     result = tune(tasks, profile, model, trials, out, seed=seed, trials_per_iter=16,
                   weights=weights)
-    row = {"name": name, "method": method, "seed": seed, "tasks": [t.name for t in tasks],
+    row = {"name": name, "method": method, "seed": seed, "tasks": result.names,
            "weights": weights, "curve": result.curve.to_dict("list"),
            "weighted": result.weighted_latency().tolist(),
            "cost_model_seconds": result.cost_model_seconds, "rounds": result.rounds,
@@ -95,6 +100,59 @@ def run_one(tasks, weights, method, seed, profile, trials, pretrained, source, n
     tmp.write_text(json.dumps(row))
     tmp.replace(path)
     return row
+
+
+def network_runs(network, profile, trials_per_task, pretrained, source):
+    """(a) and (c) tune every task of a Relax network (task weights: occurrences, gradient task
+    scheduler); then the network, compiled from each run's database at equal wall-clock time
+    and at its end, is timed end to end."""
+    import tvm
+
+    from gbxfer.tvm._networks import NETWORKS, extract_tasks, prepare
+
+    build, shape = NETWORKS[network]
+    mod = prepare(build())
+    tasks = extract_tasks(mod, tvm.target.Target(profile.target))
+    runs = [run_one(tasks, [float(t.weight) for t in tasks], method, 0, profile,
+                    trials_per_task * len(tasks), pretrained, source,
+                    f"network-{network}-{method}-0") for method in "ac"]
+    end_to_end(network, mod, shape, profile, runs)
+
+
+def end_to_end(network, mod, shape, profile, runs, repeats=7) -> dict:
+    """Each run's database cut at equal wall-clock time (the shorter run's total) and whole,
+    compiled with the network and timed, the builds interleaved ``repeats`` times (each timing
+    at least 200 ms of inferences); medians in ms."""
+    import tvm
+
+    from gbxfer.tvm._networks import compile_network, database_prefix, time_network
+
+    path = RESULTS / "bench_tune" / f"network-{network}-end-to-end.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    target = tvm.target.Target(profile.target)
+    equal = min(r["seconds"] for r in runs)
+    builds = {}
+    for r in runs:
+        curve = pd.DataFrame(r["curve"])
+        folder = RESULTS / "bench_tune" / "work" / r["name"] / "metaschedule"
+        before = curve["trials"][curve["seconds"] <= equal]
+        for at, n in (("equal time", int(before.max()) if len(before) else 0),
+                      ("end", int(curve["trials"].max()))):
+            builds[r["method"], at] = n, compile_network(mod, database_prefix(folder, n),
+                                                         target)
+    seconds: dict = {key: [] for key in builds}
+    for _ in range(repeats):
+        for key, (_, executable) in builds.items():
+            seconds[key] += time_network(executable, shape, repeat=1)
+    rows = [{"method": method, "at": at, "trials": n,
+             "latency_ms": 1e3 * float(np.median(seconds[method, at])),
+             "min_ms": 1e3 * min(seconds[method, at]), "max_ms": 1e3 * max(seconds[method, at])}
+            for (method, at), (n, _) in builds.items()]
+    result = {"network": network, "equal_seconds": equal, "repeats": repeats, "rows": rows,
+              "commit": stamp()["commit"]}
+    path.write_text(json.dumps(result, indent=1))
+    return result
 
 
 def best_at(run, trials=None, seconds=None) -> float:
@@ -222,8 +280,10 @@ def main() -> None:
     parser.add_argument("--target", default="x86-sse42-1t", help="hardware profile tuned for")
     parser.add_argument("--trials", type=int, default=200)
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--network", default="resnet18",
-                        help="network of the suite tuned whole with (a) and (c); '' skips it")
+    parser.add_argument("--network", default="resnet18", choices=[*NETWORKS, ""],
+                        help="Relax network tuned whole with (a) and (c); '' skips it")
+    parser.add_argument("--network-trials", type=int, default=32,
+                        help="trials per task of the network")
     parser.add_argument("--report-only", action="store_true",
                         help="summarize the finished runs, measure nothing")
     args = parser.parse_args()
@@ -244,11 +304,7 @@ def main() -> None:
                     print(f"{task.name} ({method}) seed {seed}: "
                           f"{time.perf_counter() - start:.0f} s", flush=True)
         if args.network:
-            network, weights = suite.network(args.network)
-            tasks = list(network.tasks)
-            for method in "ac":
-                run_one(tasks, weights, method, 0, profile, args.trials * len(tasks) // 4,
-                        pretrained, source, f"network-{args.network}-{method}-0")
+            network_runs(args.network, profile, args.network_trials, pretrained, source)
     runs = [json.loads(p.read_text()) for p in sorted(RUNS.glob("*.json"))] if RUNS.exists() \
         else []
     rows = summarize(runs, args.trials)
@@ -259,6 +315,11 @@ def main() -> None:
         plot(runs, args.trials)
     write_results("bench_tune", rows, target=args.target, trials=args.trials,
                   methods=METHODS)
+    for path in sorted((RESULTS / "bench_tune").glob("network-*-end-to-end.json")):
+        e2e = json.loads(path.read_text())
+        print(f"\n{path.stem}: compiled and timed, at equal wall-clock time "
+              f"({e2e['equal_seconds']:.0f} s) and at the end of each run")
+        print_table(e2e["rows"])
 
 
 if __name__ == "__main__":

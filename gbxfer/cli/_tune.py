@@ -75,7 +75,7 @@ def run(args) -> int:
     result.curve.assign(weighted_latency=result.weighted_latency()).to_csv(
         args.out / "curve.csv", index=False)
     plot_curve(result, args.out / "curve.png")
-    best = {t.name: float(result.curve[f"best_{i}"].min()) for i, t in enumerate(result.tasks)}
+    best = {name: float(result.curve[f"best_{i}"].min()) for i, name in enumerate(result.names)}
     summary = {"command": command_stamp(), "hardware": profile.name,
                "cost_model": args.cost_model, "trials": int(result.curve["trials"].max()),
                "seconds": result.seconds, "cost_model_seconds": result.cost_model_seconds,

@@ -1,7 +1,7 @@
 """Tuning with MetaSchedule and any cost model, recording the tuning curve.
 
-``tune`` runs MetaSchedule's task scheduler over suite tasks (their weights given to it) on one
-hardware profile, with gbxfer's fast builder and the profile's runner, writes the MetaSchedule
+``tune`` runs MetaSchedule's task scheduler over suite tasks or a Relax network's extracted tasks
+(their weights given to it) on one hardware profile, with gbxfer's fast builder and the profile's runner, writes the MetaSchedule
 database (``gbxfer ingest`` reads it back) and returns the curve: after each measured batch, the
 trials so far, wall-clock seconds, and the best latency of every task. ``TimedCostModel`` wraps
 any cost model to time its ``update`` and ``predict`` (the cost model's own share of a round).
@@ -90,7 +90,7 @@ class CurveCallback(PyMeasureCallback):
 class TuneResult:
     """A tuning run: its curve (one row per measured batch) and totals."""
 
-    tasks: list[Task]
+    names: list[str]  # the tasks'
     weights: list[float]
     curve: pd.DataFrame  # trials, seconds, task, failures, best_<i> per task (s)
     cost_model_seconds: dict
@@ -100,31 +100,40 @@ class TuneResult:
     def weighted_latency(self) -> pd.Series:
         """Sum over tasks of weight x best latency, after each batch (NaN until every task has
         a valid measurement)."""
-        best = self.curve[[f"best_{i}" for i in range(len(self.tasks))]].replace(np.inf, np.nan)
-        return (best * np.asarray(self.weights)).sum(axis=1, min_count=len(self.tasks))
+        best = self.curve[[f"best_{i}" for i in range(len(self.names))]].replace(np.inf, np.nan)
+        return (best * np.asarray(self.weights)).sum(axis=1, min_count=len(self.names))
 
 
-def tune(tasks: list[Task], profile: HardwareProfile, cost_model, trials: int, out,
+def _name_and_module(task):
+    """A suite :class:`Task` or MetaSchedule's ``ExtractedTask`` (from a Relax network)."""
+    if isinstance(task, Task):
+        return task.name, task_module(task)
+    return task.task_name, task.dispatched[0]
+
+
+def tune(tasks, profile: HardwareProfile, cost_model, trials: int, out,
          seed: int = 0, trials_per_iter: int = 16, weights=None, progress: bool = True,
          repeats: int = 3, min_repeat_ms: int = 40, population: int = 512) -> TuneResult:
-    """Tune ``tasks`` on ``profile`` for ``trials`` measurements in all (MetaSchedule's
-    gradient task scheduler shares them out by task weight) with ``cost_model`` (a MetaSchedule
-    cost model, or ``"xgb"`` / ``"random"``); the database goes to ``out/metaschedule``.
-    ``population`` is the evolutionary search's (MetaSchedule's default, 512)."""
+    """Tune ``tasks`` (suite :class:`Task` s, or the ``ExtractedTask`` s of
+    ``ms.relax_integration.extract_tasks``) on ``profile`` for ``trials`` measurements in all
+    (MetaSchedule's gradient task scheduler shares them out by task weight; default: the
+    tasks' own) with ``cost_model`` (a MetaSchedule cost model, or ``"xgb"`` / ``"random"``);
+    the database goes to ``out/metaschedule``, one line per measured program in the order
+    measured. ``population`` is the evolutionary search's (MetaSchedule's default, 512)."""
     import tvm
     from tvm.s_tir import meta_schedule as ms
 
     out = Path(out)
     (out / "metaschedule").mkdir(parents=True, exist_ok=True)
-    weights = list(weights) if weights is not None else [float(t.weight) for t in tasks]
+    weights = [float(w) for w in weights] if weights is not None else [
+        float(t.weight) for t in tasks]
     target = tvm.target.Target(profile.target)
-    contexts = [ms.TuneContext(mod=task_module(task), target=target,
-                               space_generator="post-order-apply",
+    named = [_name_and_module(task) for task in tasks]
+    contexts = [ms.TuneContext(mod=mod, target=target, space_generator="post-order-apply",
                                search_strategy=ms.search_strategy.EvolutionarySearch(
                                    population_size=population),
-                               task_name=task.name,
-                               rand_state=seed + i, num_threads=1).clone()
-                for i, task in enumerate(tasks)]
+                               task_name=name, rand_state=seed + i, num_threads=1).clone()
+                for i, (name, mod) in enumerate(named)]
     plan = CollectPlan(suite=None, profiles=[profile], programs=0, out=out, repeats=repeats,
                        min_repeat_ms=min_repeat_ms)
     timed = TimedCostModel(ms.cost_model.CostModel.create(cost_model) if isinstance(
@@ -140,8 +149,8 @@ def tune(tasks: list[Task], profile: HardwareProfile, cost_model, trials: int, o
                       database=database, cost_model=timed,
                       measure_callbacks=[*ms.measure_callback.MeasureCallback.create("default"),
                                          curve])
-    return TuneResult(list(tasks), weights, pd.DataFrame(curve.rows), dict(timed.seconds),
-                      timed.rounds, time.perf_counter() - start)
+    return TuneResult([name for name, _ in named], weights, pd.DataFrame(curve.rows),
+                      dict(timed.seconds), timed.rounds, time.perf_counter() - start)
 
 
 def xgbmodel_pretrained(dataset):

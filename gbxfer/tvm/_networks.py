@@ -1,0 +1,117 @@
+"""Whole networks in Relax, tuned end to end: ResNet-18, its tasks, and the compiled network timed
+from any prefix of a tuning database.
+
+The network is built in NHWC (the layout of the suite's tasks and of the bundled data), batch
+norm folded into a per-channel bias, with seeded random weights: latency does not depend on
+their values. ``prepare`` legalizes and fuses it; ``extract_tasks`` of the prepared module gives
+the tasks MetaSchedule tunes (conv2d + bias + ReLU + residual add fused), ``compile_relax`` of
+the same module applies a database.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+
+def resnet18(batch: int = 1, seed: int = 0):
+    """ResNet-18 for 224 x 224 images as a Relax IRModule (function ``main``, weights inline)."""
+    from tvm import relax
+
+    rng = np.random.default_rng(seed)
+    bb = relax.BlockBuilder()
+
+    def const(shape, scale):
+        return relax.const(rng.normal(0.0, scale, shape).astype("float32"))
+
+    def conv(x, cin, cout, kernel, stride, relu=True):
+        weight = const((kernel, kernel, cin, cout), np.sqrt(2.0 / (kernel * kernel * cin)))
+        y = bb.emit(relax.op.nn.conv2d(x, weight, strides=stride, padding=kernel // 2,
+                                       data_layout="NHWC", kernel_layout="HWIO"))
+        y = bb.emit(relax.op.add(y, const((1, 1, 1, cout), 0.1)))  # batch norm, folded
+        return bb.emit(relax.op.nn.relu(y)) if relu else y
+
+    def basic_block(x, cin, cout, stride):
+        y = conv(conv(x, cin, cout, 3, stride), cout, cout, 3, 1, relu=False)
+        skip = x if stride == 1 and cin == cout else conv(x, cin, cout, 1, stride, relu=False)
+        return bb.emit(relax.op.nn.relu(bb.emit(relax.op.add(y, skip))))
+
+    data = relax.Var("data", relax.TensorType((batch, 224, 224, 3), "float32"))
+    with bb.function("main", [data]):
+        with bb.dataflow():
+            x = conv(data, 3, 64, 7, 2)
+            x = bb.emit(relax.op.nn.max_pool2d(x, (3, 3), (2, 2), (1, 1), layout="NHWC"))
+            cin = 64
+            for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+                x = basic_block(basic_block(x, cin, cout, stride), cout, cout, 1)
+                cin = cout
+            x = bb.emit(relax.op.nn.adaptive_avg_pool2d(x, (1, 1), layout="NHWC"))
+            x = bb.emit(relax.op.reshape(x, (batch, 512)))
+            x = bb.emit(relax.op.matmul(x, const((512, 1000), np.sqrt(1.0 / 512))))
+            out = bb.emit_output(bb.emit(relax.op.add(x, const((1000,), 0.1))))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+NETWORKS = {"resnet18": (resnet18, (1, 224, 224, 3))}  # builder, input shape
+
+
+def prepare(mod):
+    """Legalized and fused: the module whose tasks are tuned and which is compiled."""
+    import tvm
+    from tvm import relax
+
+    return tvm.ir.transform.Sequential([
+        relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(),
+        relax.transform.FuseOps(), relax.transform.FuseTIR()])(mod)
+
+
+def extract_tasks(mod, target):
+    """MetaSchedule's tasks of a prepared module (names, weights = occurrences, IRModules)."""
+    from tvm.s_tir import meta_schedule as ms
+
+    return list(ms.relax_integration.extract_tasks(mod, target))
+
+
+def database_prefix(folder, n: int):
+    """The first ``n`` tuning records of a JSON database folder that ``tune`` wrote (one line
+    per measured program, in the order measured), as an in-memory database: the database as it
+    was after ``n`` trials."""
+    from tvm.s_tir import meta_schedule as ms
+
+    folder = Path(folder)
+    workloads = [ms.database.Workload.from_json(json.loads(line)) for line in
+                 (folder / "database_workload.json").read_text().splitlines() if line.strip()]
+    database = ms.database.MemoryDatabase()
+    for workload in workloads:
+        database.commit_workload(workload.mod)
+    lines = [line for line in (folder / "database_tuning_record.json").read_text().splitlines()
+             if line.strip()][:n]
+    for line in lines:
+        index, record = json.loads(line)
+        workload = database.commit_workload(workloads[index].mod)
+        database.commit_tuning_record(ms.database.TuningRecord.from_json(record, workload))
+    return database
+
+
+def compile_network(mod, database, target):
+    """A prepared module compiled with the best record of each task in ``database`` (tasks
+    without one are scheduled by DLight's defaults)."""
+    from tvm.s_tir import meta_schedule as ms
+
+    return ms.relax_integration.compile_relax(database, mod, target, params=None)
+
+
+def time_network(executable, shape, repeat: int = 5, seed: int = 0) -> list[float]:
+    """Seconds per inference of a compiled network (input ``shape``, float32) on the CPU,
+    ``repeat`` times (each the mean of enough runs to last 200 ms)."""
+    import tvm
+    from tvm import relax
+
+    device = tvm.cpu()
+    vm = relax.VirtualMachine(executable, device)
+    data = tvm.runtime.tensor(np.random.default_rng(seed).random(shape, dtype="float32"),
+                              device)
+    timer = vm.time_evaluator("main", device, number=1, repeat=repeat, min_repeat_ms=200)
+    return [float(s) for s in timer(data).results]

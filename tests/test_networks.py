@@ -1,0 +1,66 @@
+"""Whole Relax networks: their tasks tuned by ``tune``, the database cut at any trial count,
+compiled and timed end to end."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import write_host_profile
+
+tvm = pytest.importorskip("tvm")
+pytestmark = pytest.mark.tvm
+
+
+def mlp():
+    from tvm import relax
+
+    rng = np.random.default_rng(0)
+    bb = relax.BlockBuilder()
+    data = relax.Var("data", relax.TensorType((4, 64), "float32"))
+    with bb.function("main", [data]):
+        with bb.dataflow():
+            w = relax.const(rng.random((64, 32), dtype="float32"))
+            x = bb.emit(relax.op.nn.relu(bb.emit(relax.op.matmul(data, w))))
+            w2 = relax.const(rng.random((32, 8), dtype="float32"))
+            out = bb.emit_output(bb.emit(relax.op.matmul(x, w2)))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def test_resnet18_has_the_fused_tasks_of_resnet18():
+    from gbxfer.tvm._networks import extract_tasks, prepare, resnet18
+
+    tasks = extract_tasks(prepare(resnet18()), tvm.target.Target({"kind": "llvm"}))
+    weights = {t.task_name: t.weight for t in tasks}
+    convs = [name for name in weights if name.startswith("fused_conv2d")]
+    assert sum(weights[name] for name in convs) == 20  # 17 3x3/7x7 + 3 projections
+    assert {"max_pool2d", "adaptive_avg_pool2d", "fused_matmul_add9"} <= set(weights)
+
+
+def test_network_tuned_then_compiled_from_a_database_prefix(tmp_path):
+    from gbxfer.profiles import load_profile
+    from gbxfer.tvm._networks import (compile_network, database_prefix, extract_tasks, prepare,
+                                      time_network)
+    from gbxfer.tvm._tune import tune
+
+    profile = load_profile(write_host_profile(tmp_path))
+    target = tvm.target.Target(profile.target)
+    mod = prepare(mlp())
+    tasks = extract_tasks(mod, target)
+    result = tune(tasks, profile, "random", 16, tmp_path / "run", trials_per_iter=8,
+                  progress=False, repeats=1, min_repeat_ms=1, population=32)
+    assert result.names == [t.task_name for t in tasks]
+    folder = tmp_path / "run" / "metaschedule"
+    lines = (folder / "database_tuning_record.json").read_text().splitlines()
+    assert len(lines) == 16  # one line per measured program
+    first = result.curve.iloc[0]  # after the first batch of 8
+    prefix = database_prefix(folder, int(first["trials"]))
+    assert len(prefix.get_all_tuning_records()) == first["trials"]
+    for i, task in enumerate(tasks):  # the prefix's best is the curve's best at that point
+        workload = prefix.commit_workload(task.dispatched[0])
+        top = prefix.get_top_k(workload, 1)
+        best = first[f"best_{i}"]
+        assert (np.median([float(s) for s in top[0].run_secs]) == pytest.approx(best)
+                if top else best == np.inf)
+    seconds = time_network(compile_network(mod, database_prefix(folder, 16), target), (4, 64),
+                           repeat=2)
+    assert len(seconds) == 2 and all(0 < s < 0.1 for s in seconds)
