@@ -108,24 +108,24 @@ def network_runs(network, profile, trials_per_task, pretrained, source):
     and at its end, is timed end to end."""
     import tvm
 
-    from gbxfer.tvm._networks import NETWORKS, extract_tasks, prepare
+    from gbxfer.tvm._networks import extract_tasks, load_network, prepare
 
-    build, shape = NETWORKS[network]
-    mod = prepare(build())
+    mod = prepare(load_network(network))
     tasks = extract_tasks(mod, tvm.target.Target(profile.target))
     runs = [run_one(tasks, [float(t.weight) for t in tasks], method, 0, profile,
                     trials_per_task * len(tasks), pretrained, source,
                     f"network-{network}-{method}-0") for method in "ac"]
-    end_to_end(network, mod, shape, profile, runs)
+    end_to_end(network, mod, profile, runs)
 
 
-def end_to_end(network, mod, shape, profile, runs, repeats=7) -> dict:
+def end_to_end(network, mod, profile, runs, repeats=7) -> dict:
     """Each run's database cut at equal wall-clock time (the shorter run's total) and whole,
     compiled with the network and timed, the builds interleaved ``repeats`` times (each timing
     at least 200 ms of inferences); medians in ms."""
     import tvm
 
-    from gbxfer.tvm._networks import compile_network, database_prefix, time_network
+    from gbxfer.tvm._networks import (compile_network, database_prefix, network_inputs,
+                                      time_network)
 
     path = RESULTS / "bench_tune" / f"network-{network}-end-to-end.json"
     if path.exists():
@@ -142,9 +142,10 @@ def end_to_end(network, mod, shape, profile, runs, repeats=7) -> dict:
             builds[r["method"], at] = n, compile_network(mod, database_prefix(folder, n),
                                                          target)
     seconds: dict = {key: [] for key in builds}
+    inputs = network_inputs(mod)
     for _ in range(repeats):
         for key, (_, executable) in builds.items():
-            seconds[key] += time_network(executable, shape, repeat=1)
+            seconds[key] += time_network(executable, inputs, repeat=1)
     rows = [{"method": method, "at": at, "trials": n,
              "latency_ms": 1e3 * float(np.median(seconds[method, at])),
              "min_ms": 1e3 * min(seconds[method, at]), "max_ms": 1e3 * max(seconds[method, at])}

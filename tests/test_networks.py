@@ -38,8 +38,8 @@ def test_resnet18_has_the_fused_tasks_of_resnet18():
 
 def test_network_tuned_then_compiled_from_a_database_prefix(tmp_path):
     from gbxfer.profiles import load_profile
-    from gbxfer.tvm._networks import (compile_network, database_prefix, extract_tasks, prepare,
-                                      time_network)
+    from gbxfer.tvm._networks import (compile_network, database_prefix, extract_tasks,
+                                      network_inputs, prepare, time_network)
     from gbxfer.tvm._tune import tune
 
     profile = load_profile(write_host_profile(tmp_path))
@@ -61,6 +61,45 @@ def test_network_tuned_then_compiled_from_a_database_prefix(tmp_path):
         best = first[f"best_{i}"]
         assert (np.median([float(s) for s in top[0].run_secs]) == pytest.approx(best)
                 if top else best == np.inf)
-    seconds = time_network(compile_network(mod, database_prefix(folder, 16), target), (4, 64),
-                           repeat=2)
+    assert [x.shape for x in network_inputs(mod)] == [(4, 64)]
+    seconds = time_network(compile_network(mod, database_prefix(folder, 16), target),
+                           network_inputs(mod), repeat=2)
     assert len(seconds) == 2 and all(0 < s < 0.1 for s in seconds)
+
+
+NETWORK_FILE = '''
+import numpy as np
+from tvm import relax
+
+
+def build():
+    bb = relax.BlockBuilder()
+    data = relax.Var("data", relax.TensorType((4, 64), "float32"))
+    with bb.function("main", [data]):
+        with bb.dataflow():
+            w = relax.const(np.ones((64, 16), dtype="float32"))
+            out = bb.emit_output(bb.emit(relax.op.nn.relu(bb.emit(relax.op.matmul(data, w)))))
+        bb.emit_func_output(out)
+    return bb.get()
+'''
+
+
+def test_gbxfer_tune_relax_network_from_a_file(tmp_path, capsys):
+    import json
+
+    from gbxfer.cli import main
+
+    (tmp_path / "net.py").write_text(NETWORK_FILE)
+    profile = write_host_profile(tmp_path)
+    out = tmp_path / "run"
+    common = ["tune", "-q", "--hardware", str(profile), "--model", "none", "--trials", "8",
+              "--trials-per-iter", "8", "--population", "32", "--repeats", "1",
+              "--min-repeat-ms", "1", "--out", str(out)]
+    assert main([*common, "--relax", f"{tmp_path / 'net.py'}:build"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["trials"] == 8 and list(summary["weights"].values()) == [1]
+    assert 0 < summary["end_to_end_ms"] < 100
+    assert main([*common, "--relax", f"{tmp_path / 'net.py'}:missing"]) != 0
+    assert "net.py: no function 'missing'" in capsys.readouterr().err
+    assert main([*common, "--relax", "resnet19"]) != 0
+    assert "neither a known network (resnet18) nor FILE.py:FUNCTION" in capsys.readouterr().err

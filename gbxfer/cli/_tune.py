@@ -5,6 +5,8 @@ import json
 import logging
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import GbxferError
 from ..profiles import find_config, load_profile
 from ..workloads import load_suite
@@ -16,15 +18,21 @@ log = logging.getLogger("gbxfer")
 def add_parser(verbs, common):
     p = verbs.add_parser(
         "tune", parents=[common], help="tune tasks with MetaSchedule and gbxfer's cost model",
-        description="Tune the suite's tasks (or --tasks, or one --network's) on a hardware "
-                    "profile with MetaSchedule's evolutionary search and task scheduler (task "
-                    "weights from the suite or the network), scoring candidates with a gbxfer "
-                    "model (the pretrained one by default, updated online), TVM's XGBModel or "
-                    "random scores. Writes the "
-                    "MetaSchedule database (OUT/metaschedule, which `gbxfer ingest` reads), the "
-                    "tuning curve (OUT/curve.csv, OUT/curve.png: best latency against trials and "
-                    "seconds) and OUT/summary.json. Needs gbxfer[tvm].")
-    p.add_argument("--suite", required=True, help="suite name (configs/workloads) or YAML path")
+        description="Tune the suite's tasks (or --tasks, or one --network's), or a whole "
+                    "Relax network's fused tasks (--relax), on a hardware profile with "
+                    "MetaSchedule's evolutionary search and task scheduler (task weights from "
+                    "the suite or the network), scoring candidates with a gbxfer model (the "
+                    "pretrained one by default, updated online), TVM's XGBModel or random "
+                    "scores. Writes the MetaSchedule database (OUT/metaschedule, which `gbxfer "
+                    "ingest` reads), the tuning curve (OUT/curve.csv, OUT/curve.png: best "
+                    "latency against trials and seconds) and OUT/summary.json; with --relax, "
+                    "compiles the network with the database and times it end to end. Needs "
+                    "gbxfer[tvm].")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--suite", help="suite name (configs/workloads) or YAML path")
+    source.add_argument("--relax", metavar="NETWORK|FILE.py:FUNCTION",
+                        help="a Relax network: resnet18 (built in), or a function of a Python "
+                             "file that returns the IRModule")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--tasks", metavar="NAME[,NAME...]", help="only these tasks of the suite")
     which.add_argument("--network", metavar="NAME",
@@ -54,13 +62,24 @@ def run(args) -> int:
         raise GbxferError(f"gbxfer tune needs TVM: pip install 'gbxfer[tvm]' ({exc})") from None
     if args.trials <= 0:
         raise GbxferError("--trials must be positive")
-    suite = load_suite(find_config("workloads", args.suite))
-    weights = None  # the suite's task weights
-    if args.tasks:
-        suite = suite.select(args.tasks.split(","))
-    elif args.network:
-        suite, weights = suite.network(args.network)
+    if args.relax and (args.tasks or args.network):
+        raise GbxferError("--tasks and --network choose among a suite's tasks, not --relax's")
     profile = load_profile(args.hardware)
+    weights = None  # the tasks' own: the suite's, or occurrences in the Relax network
+    if args.relax:
+        from ..tvm._networks import extract_tasks, load_network, prepare
+
+        import tvm
+
+        network = prepare(load_network(args.relax))
+        tasks = extract_tasks(network, tvm.target.Target(profile.target))
+    else:
+        suite = load_suite(find_config("workloads", args.suite))
+        if args.tasks:
+            suite = suite.select(args.tasks.split(","))
+        elif args.network:
+            suite, weights = suite.network(args.network)
+        tasks = list(suite.tasks)
     if args.cost_model == "gbxfer":
         from ..tvm import GbxferCostModel
 
@@ -68,7 +87,7 @@ def run(args) -> int:
         cost_model = GbxferCostModel(model=model, hardware=profile.name, seed=args.seed)
     else:
         cost_model = args.cost_model
-    result = tune(suite.tasks, profile, cost_model, args.trials, args.out, seed=args.seed,
+    result = tune(tasks, profile, cost_model, args.trials, args.out, seed=args.seed,
                   trials_per_iter=args.trials_per_iter, weights=weights,
                   progress=not args.quiet, repeats=args.repeats,
                   min_repeat_ms=args.min_repeat_ms, population=args.population)
@@ -82,12 +101,28 @@ def run(args) -> int:
                "rounds": result.rounds, "best_latency": best,
                "weights": dict(zip(best, result.weights, strict=True)),
                "weighted_latency": float(result.weighted_latency().iloc[-1])}
-    (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
     for name, latency in best.items():
         print(f"{name}: best {latency * 1e3:.4g} ms")
+    if args.relax:
+        summary["end_to_end_ms"] = end_to_end_ms(network, profile, args.out / "metaschedule")
+        print(f"{args.relax}, compiled with the tuned database: "
+              f"{summary['end_to_end_ms']:.4g} ms per inference (median of 5)")
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(f"{summary['trials']} trials in {result.seconds:.0f} s; database: "
           f"{args.out / 'metaschedule'}")
     return 0
+
+
+def end_to_end_ms(network, profile, folder: Path) -> float:
+    """The network compiled with the tuning database in ``folder``, timed (median of 5)."""
+    import tvm
+    from tvm.s_tir import meta_schedule as ms
+
+    from ..tvm._networks import compile_network, network_inputs, time_network
+
+    executable = compile_network(network, ms.database.JSONDatabase(work_dir=str(folder)),
+                                 tvm.target.Target(profile.target))
+    return 1e3 * float(np.median(time_network(executable, network_inputs(network), repeat=5)))
 
 
 def plot_curve(result, path: Path) -> None:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import GbxferError
+
 
 def resnet18(batch: int = 1, seed: int = 0):
     """ResNet-18 for 224 x 224 images as a Relax IRModule (function ``main``, weights inline)."""
@@ -54,7 +56,32 @@ def resnet18(batch: int = 1, seed: int = 0):
     return bb.get()
 
 
-NETWORKS = {"resnet18": (resnet18, (1, 224, 224, 3))}  # builder, input shape
+NETWORKS = {"resnet18": resnet18}
+
+
+def load_network(spec: str):
+    """A Relax IRModule: a network named in :data:`NETWORKS`, or ``FILE.py:FUNCTION`` — a
+    function of a Python file that returns one (its function ``main`` runs the network)."""
+    import importlib.util
+
+    import tvm
+
+    if spec in NETWORKS:
+        return NETWORKS[spec]()
+    path, _, function = spec.rpartition(":")
+    if not path or not Path(path).is_file():
+        raise GbxferError(f"--relax {spec!r}: neither a known network ({', '.join(NETWORKS)}) "
+                          "nor FILE.py:FUNCTION")
+    module_spec = importlib.util.spec_from_file_location(Path(path).stem, path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    if not callable(getattr(module, function, None)):
+        raise GbxferError(f"{path}: no function {function!r}")
+    mod = getattr(module, function)()
+    if not isinstance(mod, tvm.ir.IRModule) or "main" not in [g.name_hint for g in
+                                                            mod.get_global_vars()]:
+        raise GbxferError(f"{path}:{function} must return a Relax IRModule with a 'main'")
+    return mod
 
 
 def prepare(mod):
@@ -103,15 +130,21 @@ def compile_network(mod, database, target):
     return ms.relax_integration.compile_relax(database, mod, target, params=None)
 
 
-def time_network(executable, shape, repeat: int = 5, seed: int = 0) -> list[float]:
-    """Seconds per inference of a compiled network (input ``shape``, float32) on the CPU,
-    ``repeat`` times (each the mean of enough runs to last 200 ms)."""
+def network_inputs(mod, seed: int = 0) -> list[np.ndarray]:
+    """Random inputs for the parameters of the module's ``main``."""
+    rng = np.random.default_rng(seed)
+    return [rng.random([int(d) for d in p.ty.shape.values]).astype(str(p.ty.dtype))
+            for p in mod["main"].params]
+
+
+def time_network(executable, inputs, repeat: int = 5) -> list[float]:
+    """Seconds per inference of a compiled network on the CPU, ``repeat`` times (each the
+    mean of enough runs to last 200 ms)."""
     import tvm
     from tvm import relax
 
     device = tvm.cpu()
     vm = relax.VirtualMachine(executable, device)
-    data = tvm.runtime.tensor(np.random.default_rng(seed).random(shape, dtype="float32"),
-                              device)
+    args = [tvm.runtime.tensor(x, device) for x in inputs]
     timer = vm.time_evaluator("main", device, number=1, repeat=repeat, min_repeat_ms=200)
-    return [float(s) for s in timer(data).results]
+    return [float(s) for s in timer(*args).results]
