@@ -67,3 +67,15 @@ def print_table(rows: list[dict], columns: list[str] | None = None) -> None:
     print("  ".join("-" * w for w in widths))
     for r in rows:
         print("  ".join(cell(r.get(c, "")).ljust(w) for c, w in zip(columns, widths)))
+
+
+def markdown_table(rows: list[dict], columns: list[str] | None = None) -> str:
+    """The rows as a Markdown table (floats to 4 significant digits)."""
+    columns = columns or list(dict.fromkeys(k for row in rows for k in row))
+
+    def cell(v):
+        return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(r.get(c, "")) for c in columns) + " |" for r in rows]
+    return "\n".join(lines) + "\n"

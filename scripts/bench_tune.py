@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _results import RESULTS, print_table, stamp, write_results
+from _results import RESULTS, markdown_table, print_table, stamp, write_results
 
 from gbxfer import load_dataset
 from gbxfer.model._config import load_model_config
@@ -316,11 +316,25 @@ def main() -> None:
         plot(runs, args.trials)
     write_results("bench_tune", rows, target=args.target, trials=args.trials,
                   methods=METHODS)
+    report = [f"# bench_tune: {args.target}, {args.trials} trials per task\n",
+              "Trials and seconds to reach (c)'s final best, final latency against (c)'s, "
+              "cost-model seconds per round:\n", markdown_table(rows, [
+                  "task", "method", "seeds", "trials_to_c_final", "trials_share",
+                  "seed_trials_to_c_final", "seconds_to_c_final", "seconds_share",
+                  "final_vs_c", "cost_model_s_per_round"]),
+              "\nBest latency (ms, geometric mean over seeds) at 25/50/100/200 trials and at "
+              "a quarter, half and all of (c)'s median wall-clock time (T):\n",
+              markdown_table([r for r in rows if "best_at_25_ms" in r], [
+                  "task", "method", *[f"best_at_{k}_ms" for k in CHECKPOINTS],
+                  "best_at_0.25T_ms", "best_at_0.5T_ms", "best_at_1T_ms"])]
     for path in sorted((RESULTS / "bench_tune").glob("network-*-end-to-end.json")):
         e2e = json.loads(path.read_text())
-        print(f"\n{path.stem}: compiled and timed, at equal wall-clock time "
-              f"({e2e['equal_seconds']:.0f} s) and at the end of each run")
+        title = (f"{path.stem}: compiled and timed, at equal wall-clock time "
+                 f"({e2e['equal_seconds']:.0f} s) and at the end of each run")
+        print(f"\n{title}")
         print_table(e2e["rows"])
+        report += [f"\n{title}:\n", markdown_table(e2e["rows"])]
+    (RESULTS / "bench_tune.md").write_text("\n".join(report))
 
 
 if __name__ == "__main__":
