@@ -3,6 +3,7 @@ compiled and timed end to end."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import write_host_profile
 
@@ -49,6 +50,8 @@ def test_network_tuned_then_compiled_from_a_database_prefix(tmp_path):
     result = tune(tasks, profile, "random", 16, tmp_path / "run", trials_per_iter=8,
                   progress=False, repeats=1, min_repeat_ms=1, population=32)
     assert result.names == [t.task_name for t in tasks]
+    written = pd.read_csv(tmp_path / "run" / "curve.csv")  # as the run went
+    assert written["trials"].tolist() == result.curve["trials"].tolist()
     folder = tmp_path / "run" / "metaschedule"
     lines = (folder / "database_tuning_record.json").read_text().splitlines()
     assert len(lines) == 16  # one line per measured program

@@ -57,10 +57,12 @@ class TimedCostModel(PyCostModel):
 
 @derived_object
 class CurveCallback(PyMeasureCallback):
-    """Records, after every measured batch, the best latency so far of each task."""
+    """Records, after every measured batch, the best latency so far of each task (and appends
+    it to ``path``, a CSV file, so that an interrupted run keeps its curve)."""
 
-    def __init__(self, n_tasks: int, bar=None):
+    def __init__(self, n_tasks: int, bar=None, path=None):
         super().__init__()
+        self.path = path
         self.start = time.perf_counter()
         self.best = [float("inf")] * n_tasks
         self.trials = 0
@@ -81,6 +83,11 @@ class CurveCallback(PyMeasureCallback):
                "task": task_id, "failures": self.failures}
         row.update({f"best_{i}": b for i, b in enumerate(self.best)})
         self.rows.append(row)
+        if self.path is not None:
+            with open(self.path, "a") as f:
+                if len(self.rows) == 1:
+                    f.write(",".join(row) + "\n")
+                f.write(",".join(str(v) for v in row.values()) + "\n")
         if self.bar is not None:
             self.bar.update(len(measure_candidates))
             self.bar.set_postfix(failures=self.failures, refresh=False)
@@ -119,7 +126,8 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int, out,
     (MetaSchedule's gradient task scheduler shares them out by task weight; default: the
     tasks' own) with ``cost_model`` (a MetaSchedule cost model, or ``"xgb"`` / ``"random"``);
     the database goes to ``out/metaschedule``, one line per measured program in the order
-    measured. ``population`` is the evolutionary search's (MetaSchedule's default, 512)."""
+    measured, and the curve to ``out/curve.csv`` as it grows. ``population`` is the
+    evolutionary search's (MetaSchedule's default, 512)."""
     import tvm
     from tvm.s_tir import meta_schedule as ms
 
@@ -141,7 +149,8 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int, out,
     database = ms.database.JSONDatabase(work_dir=str(out / "metaschedule"))
     with tqdm(total=trials, unit=" trials", desc=f"tune {profile.name}",
               disable=None if progress else True) as bar:
-        curve = CurveCallback(len(tasks), bar)
+        (out / "curve.csv").unlink(missing_ok=True)
+        curve = CurveCallback(len(tasks), bar, out / "curve.csv")
         start = time.perf_counter()
         ms.tune_tasks(tasks=contexts, task_weights=weights, work_dir=str(out),
                       max_trials_global=trials, num_trials_per_iter=trials_per_iter,
