@@ -1,9 +1,10 @@
 """Tuning with MetaSchedule and any cost model, recording the tuning curve.
 
-``tune`` runs MetaSchedule's task scheduler over suite tasks or a Relax network's extracted tasks
-(their weights given to it) on one hardware profile, with gbxfer's fast builder and the profile's runner, writes the MetaSchedule
-database (``gbxfer ingest`` reads it back) and returns the curve: after each measured batch, the
-trials so far, wall-clock seconds, and the best latency of every task. ``TimedCostModel`` wraps
+``tune`` runs MetaSchedule's task scheduler over suite tasks or a Relax network's extracted
+tasks (their weights given to it) on one hardware profile, with gbxfer's fast builder and the
+profile's runner, writes the MetaSchedule database (``gbxfer ingest`` reads it back) and returns
+the curve: after each measured batch, the trials so far, wall-clock seconds, and the best
+latency of every task. ``TimedCostModel`` wraps
 any cost model to time its ``update`` and ``predict`` (the cost model's own share of a round).
 """
 from __future__ import annotations
