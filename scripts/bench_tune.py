@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -87,6 +88,7 @@ def run_one(tasks, weights, method, seed, profile, trials, pretrained, source, n
     if path.exists():
         return json.loads(path.read_text())
     out = RESULTS / "bench_tune" / "work" / name
+    shutil.rmtree(out, ignore_errors=True)  # what a run stopped halfway left must not seed this one
     model = cost_model(method, seed, profile, pretrained, source)
     result = tune(tasks, profile, model, trials, out, seed=seed, trials_per_iter=16,
                   weights=weights)
