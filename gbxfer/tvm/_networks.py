@@ -111,14 +111,13 @@ def database_prefix(folder, n: int):
     workloads = [ms.database.Workload.from_json(json.loads(line)) for line in
                  (folder / "database_workload.json").read_text().splitlines() if line.strip()]
     database = ms.database.MemoryDatabase()
-    for workload in workloads:
-        database.commit_workload(workload.mod)
+    workloads = [database.commit_workload(w.mod) for w in workloads]
     lines = [line for line in (folder / "database_tuning_record.json").read_text().splitlines()
              if line.strip()][:n]
     for line in lines:
         index, record = json.loads(line)
-        workload = database.commit_workload(workloads[index].mod)
-        database.commit_tuning_record(ms.database.TuningRecord.from_json(record, workload))
+        database.commit_tuning_record(ms.database.TuningRecord.from_json(record,
+                                                                         workloads[index]))
     return database
 
 
