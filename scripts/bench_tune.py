@@ -226,8 +226,12 @@ def summarize(runs, trials) -> list[dict]:
                 f"{reach(mean_curve([r], grids['trials'], 'trials'), grids['trials'], reference):g}"
                 for r in sel)
             row["final_vs_c"] = gmean([best_at(r, trials=total) for r in sel]) / reference
+            # runs stamped with a commit ran the current adapter (earlier ones featurized
+            # through as_json, several times slower); the cost per round is theirs when any
+            stamped = [r for r in sel if "commit" in r] or sel
             row["cost_model_s_per_round"] = float(np.mean(
-                [sum(r["cost_model_seconds"].values()) / max(r["rounds"], 1) for r in sel]))
+                [sum(r["cost_model_seconds"].values()) / max(r["rounds"], 1) for r in stamped]))
+            row["cost_model_runs"] = len(stamped)
             rows.append(row)
     per_task = [r for r in rows if r["task"] != "network"]
     for method in METHODS:  # the targets are geometric means over tasks
@@ -320,10 +324,11 @@ def main() -> None:
                   methods=METHODS)
     report = [f"# bench_tune: {args.target}, {args.trials} trials per task\n",
               "Trials and seconds to reach (c)'s final best, final latency against (c)'s, "
-              "cost-model seconds per round:\n", markdown_table(rows, [
+              "cost-model seconds per round (update + predict; over the runs of the current "
+              "adapter, `cost_model_runs`):\n", markdown_table(rows, [
                   "task", "method", "seeds", "trials_to_c_final", "trials_share",
                   "seed_trials_to_c_final", "seconds_to_c_final", "seconds_share",
-                  "final_vs_c", "cost_model_s_per_round"]),
+                  "final_vs_c", "cost_model_s_per_round", "cost_model_runs"]),
               "\nBest latency (ms, geometric mean over seeds) at 25/50/100/200 trials and at "
               "a quarter, half and all of (c)'s median wall-clock time (T):\n",
               markdown_table([r for r in rows if "best_at_25_ms" in r], [
