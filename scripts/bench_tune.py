@@ -112,47 +112,68 @@ def network_runs(network, profile, trials_per_task, pretrained, source):
 
     from gbxfer.tvm._networks import extract_tasks, load_network, prepare
 
-    mod = prepare(load_network(network))
-    tasks = extract_tasks(mod, tvm.target.Target(profile.target))
+    raw = load_network(network)
+    tasks = extract_tasks(prepare(raw), tvm.target.Target(profile.target))
     runs = [run_one(tasks, [float(t.weight) for t in tasks], method, 0, profile,
                     trials_per_task * len(tasks), pretrained, source,
                     f"network-{network}-{method}-0") for method in "ac"]
-    end_to_end(network, mod, profile, runs)
+    end_to_end(network, raw, profile, runs)
 
 
-def end_to_end(network, mod, profile, runs, repeats=7) -> dict:
+def end_to_end(network, mod, profile, runs, repeats=21, min_repeat_ms=1000) -> dict:
     """Each run's database cut at equal wall-clock time (the shorter run's total) and whole,
-    compiled with the network and timed, the builds interleaved ``repeats`` times (each timing
-    at least 200 ms of inferences); medians in ms."""
+    compiled with the network ``mod`` (as built, not prepared) and timed, with the untuned
+    network alongside, the builds interleaved ``repeats`` times (each timing the mean of
+    ``min_repeat_ms`` of inferences); medians in ms. A cut that is the whole database is
+    the same build, timed once."""
     import tvm
+    from tvm.s_tir import meta_schedule as ms
 
     from gbxfer.tvm._networks import (compile_network, database_prefix, network_inputs,
-                                      time_network)
+                                      scheduled_functions, time_network)
 
     path = RESULTS / "bench_tune" / f"network-{network}-end-to-end.json"
     if path.exists():
         return json.loads(path.read_text())
     target = tvm.target.Target(profile.target)
     equal = min(r["seconds"] for r in runs)
-    builds = {}
+    untuned = ms.database.MemoryDatabase()
+    compiled = {("untuned", 0): (scheduled_functions(mod, untuned, target),
+                                 compile_network(mod, untuned, target))}
+    builds = {("untuned", "-"): ("untuned", 0)}  # (method, at) -> compiled (method, trials)
+    tasks_ms = {("untuned", 0): float("nan")}  # the tuned tasks' best, weighted sum
     for r in runs:
         curve = pd.DataFrame(r["curve"])
         folder = RESULTS / "bench_tune" / "work" / r["name"] / "metaschedule"
         before = curve["trials"][curve["seconds"] <= equal]
         for at, n in (("equal time", int(before.max()) if len(before) else 0),
                       ("end", int(curve["trials"].max()))):
-            builds[r["method"], at] = n, compile_network(mod, database_prefix(folder, n),
-                                                         target)
-    seconds: dict = {key: [] for key in builds}
+            if (r["method"], n) not in compiled:
+                database = database_prefix(folder, n)
+                compiled[r["method"], n] = (scheduled_functions(mod, database, target),
+                                            compile_network(mod, database, target))
+            builds[r["method"], at] = r["method"], n
+            tasks_ms[r["method"], n] = 1e3 * best_at(r, trials=n)
+    seconds: dict = {key: [] for key in compiled}
     inputs = network_inputs(mod)
     for _ in range(repeats):
-        for key, (_, executable) in builds.items():
-            seconds[key] += time_network(executable, inputs, repeat=1)
-    rows = [{"method": method, "at": at, "trials": n,
-             "latency_ms": 1e3 * float(np.median(seconds[method, at])),
-             "min_ms": 1e3 * min(seconds[method, at]), "max_ms": 1e3 * max(seconds[method, at])}
-            for (method, at), (n, _) in builds.items()]
-    result = {"network": network, "equal_seconds": equal, "repeats": repeats, "rows": rows,
+        for key, (_, executable) in compiled.items():
+            seconds[key] += time_network(executable, inputs, repeat=1,
+                                         min_repeat_ms=min_repeat_ms)
+    rows = [{"method": method, "at": at, "trials": key[1],
+             "scheduled_functions": "{}/{}".format(*compiled[key][0]),
+             "tasks_weighted_ms": tasks_ms[key],
+             "latency_ms": 1e3 * float(np.median(seconds[key])),
+             "min_ms": 1e3 * min(seconds[key]), "max_ms": 1e3 * max(seconds[key])}
+            for (method, at), key in builds.items()]
+    # each repeat times every build back to back: (a)'s latency over (c)'s within a repeat
+    # cancels the machine's slow drifts
+    paired = {at: float(np.median(np.divide(seconds[builds["a", at]], seconds[builds["c", at]])))
+              for at in ("equal time", "end")}
+    result = {"network": network, "equal_seconds": equal, "repeats": repeats,
+              "min_repeat_ms": min_repeat_ms, "rows": rows,
+              "a_over_c_paired_median": paired,
+              "seconds": {f"{m} {n}": v for (m, n), v in seconds.items()},
               "commit": stamp()["commit"]}
     path.write_text(json.dumps(result, indent=1))
     return result
@@ -339,8 +360,14 @@ def main() -> None:
         title = (f"{path.stem}: compiled and timed, at equal wall-clock time "
                  f"({e2e['equal_seconds']:.0f} s) and at the end of each run")
         print(f"\n{title}")
+        paired = ", ".join(f"{at} {ratio:.3f}" for at, ratio in
+                           e2e.get("a_over_c_paired_median", {}).items())
         print_table(e2e["rows"])
-        report += [f"\n{title}:\n", markdown_table(e2e["rows"])]
+        print(f"(a) / (c), median of the repeats' ratios: {paired}")
+        report += [f"\n{title} ({e2e['repeats']} repeats, each the mean of "
+                   f"{e2e.get('min_repeat_ms', 200)} ms of inferences):\n",
+                   markdown_table(e2e["rows"]),
+                   f"\n(a) / (c), median of the repeats' ratios: {paired}\n"]
     (RESULTS / "bench_tune.md").write_text("\n".join(report))
 
 

@@ -40,13 +40,14 @@ def test_resnet18_has_the_fused_tasks_of_resnet18():
 def test_network_tuned_then_compiled_from_a_database_prefix(tmp_path):
     from gbxfer.profiles import load_profile
     from gbxfer.tvm._networks import (compile_network, database_prefix, extract_tasks,
-                                      network_inputs, prepare, time_network)
+                                      network_inputs, prepare, scheduled_functions,
+                                      time_network)
     from gbxfer.tvm._tune import tune
 
     profile = load_profile(write_host_profile(tmp_path))
     target = tvm.target.Target(profile.target)
-    mod = prepare(mlp())
-    tasks = extract_tasks(mod, target)
+    mod = mlp()
+    tasks = extract_tasks(prepare(mod), target)
     result = tune(tasks, profile, "random", 16, tmp_path / "run", trials_per_iter=8,
                   progress=False, repeats=1, min_repeat_ms=1, population=32)
     assert result.names == [t.task_name for t in tasks]
@@ -65,8 +66,16 @@ def test_network_tuned_then_compiled_from_a_database_prefix(tmp_path):
         assert (np.median([float(s) for s in top[0].run_secs]) == pytest.approx(best)
                 if top else best == np.inf)
     assert [x.shape for x in network_inputs(mod)] == [(4, 64)]
-    seconds = time_network(compile_network(mod, database_prefix(folder, 16), target),
-                           network_inputs(mod), repeat=2)
+    database = database_prefix(folder, 16)
+    tuned = sum(bool(database.get_top_k(database.commit_workload(t.dispatched[0]), 1))
+                for t in tasks)
+    assert tuned >= 1
+    # the network as built gets every tuned function from the database; prepared twice, it
+    # would not match it (the mistake that compiled ResNet-18 untuned)
+    assert scheduled_functions(mod, database, target) == (tuned, len(tasks))
+    assert scheduled_functions(prepare(mod), database, target)[0] < tuned
+    seconds = time_network(compile_network(mod, database, target), network_inputs(mod),
+                           repeat=2)
     assert len(seconds) == 2 and all(0 < s < 0.1 for s in seconds)
 
 
@@ -102,6 +111,7 @@ def test_gbxfer_tune_relax_network_from_a_file(tmp_path, capsys):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["trials"] == 8 and list(summary["weights"].values()) == [1]
     assert 0 < summary["end_to_end_ms"] < 100
+    assert summary["scheduled_functions"] == [1, 1]  # compiled with its one tuned task
     assert main([*common, "--relax", f"{tmp_path / 'net.py'}:missing"]) != 0
     assert "net.py: no function 'missing'" in capsys.readouterr().err
     assert main([*common, "--relax", "resnet19"]) != 0

@@ -71,8 +71,8 @@ def run(args) -> int:
 
         import tvm
 
-        network = prepare(load_network(args.relax))
-        tasks = extract_tasks(network, tvm.target.Target(profile.target))
+        network = load_network(args.relax)  # compiled as built: compile_relax prepares it
+        tasks = extract_tasks(prepare(network), tvm.target.Target(profile.target))
     else:
         suite = load_suite(find_config("workloads", args.suite))
         if args.tasks:
@@ -104,8 +104,11 @@ def run(args) -> int:
     for name, latency in best.items():
         print(f"{name}: best {latency * 1e3:.4g} ms")
     if args.relax:
-        summary["end_to_end_ms"] = end_to_end_ms(network, profile, args.out / "metaschedule")
-        print(f"{args.relax}, compiled with the tuned database: "
+        summary["end_to_end_ms"], scheduled = end_to_end_ms(network, profile,
+                                                            args.out / "metaschedule")
+        summary["scheduled_functions"] = scheduled
+        print(f"{args.relax}, compiled with the tuned database ({scheduled[0]} of "
+              f"{scheduled[1]} functions scheduled from it): "
               f"{summary['end_to_end_ms']:.4g} ms per inference (median of 5)")
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(f"{summary['trials']} trials in {result.seconds:.0f} s; database: "
@@ -113,16 +116,20 @@ def run(args) -> int:
     return 0
 
 
-def end_to_end_ms(network, profile, folder: Path) -> float:
-    """The network compiled with the tuning database in ``folder``, timed (median of 5)."""
+def end_to_end_ms(network, profile, folder: Path) -> tuple[float, tuple[int, int]]:
+    """The network compiled with the tuning database in ``folder``, timed (median of 5), and
+    how many of its functions the database scheduled, of how many."""
     import tvm
     from tvm.s_tir import meta_schedule as ms
 
-    from ..tvm._networks import compile_network, network_inputs, time_network
+    from ..tvm._networks import compile_network, network_inputs, scheduled_functions, \
+        time_network
 
-    executable = compile_network(network, ms.database.JSONDatabase(work_dir=str(folder)),
-                                 tvm.target.Target(profile.target))
-    return 1e3 * float(np.median(time_network(executable, network_inputs(network), repeat=5)))
+    database = ms.database.JSONDatabase(work_dir=str(folder))
+    target = tvm.target.Target(profile.target)
+    executable = compile_network(network, database, target)
+    seconds = time_network(executable, network_inputs(network), repeat=5)
+    return 1e3 * float(np.median(seconds)), scheduled_functions(network, database, target)
 
 
 def plot_curve(result, path: Path) -> None:
