@@ -199,7 +199,6 @@ class GbxferCostModel(PyCostModel):
         return np.asarray(scores, dtype="float64") + 1e-6
 
 
-
 def _hardware_fields():
     from ..hardware import FIELDS
 
