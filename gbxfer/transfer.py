@@ -166,7 +166,7 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
     y = np.concatenate([fm_src.records["label"], y_tgt])
     groups = np.concatenate([fm_src.records["group"], fm_tgt.records["group"]])
     weights = np.concatenate([weights_src, np.full(len(fm_tgt.records), config.target_weight)])
-    X_fit = model.gate.transform(X, model.columns) if model.gate is not None else X
+    X_fit = model.transform(X, model.columns)
     params = {**model.ranker.get_params(), "random_state": seed}
     init_model = None
     if config.mode == "continue":

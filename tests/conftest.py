@@ -1,4 +1,5 @@
-"""Shared fixtures: the real third-party data in ../shared/data and small files made from it."""
+"""Shared fixtures: samples of real third-party data (tests/data), the full files in
+../shared/data for the tests marked ``shared_data``, and small files made from them."""
 from __future__ import annotations
 
 import gzip
@@ -9,23 +10,39 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("GBXFER_SHARED_DATA", REPO.parent / "shared" / "data"))
+SAMPLES = REPO / "tests" / "data"  # cut from SHARED by scripts/vendor_test_data.py
 EXAMPLE_DB = REPO / "gbxfer" / "data" / "example-metaschedule"
 
 
-def _need(path: Path) -> Path:
-    if not path.exists():
-        pytest.skip(f"third-party data not found at {path} (set GBXFER_SHARED_DATA)")
+def _shared(name: str) -> Path:
+    """A folder of the full third-party data; its absence fails the test (never a skip)."""
+    path = SHARED / name
+    if not path.is_dir():
+        pytest.fail(f"tests marked shared_data need the full third-party data at {path} "
+                    "(set GBXFER_SHARED_DATA)", pytrace=False)
     return path
 
 
 @pytest.fixture(scope="session")
 def ansor_dir() -> Path:
-    return _need(SHARED / "bennu-ansor")
+    """A sample of every real Ansor log (A100, RTX 3080, x86), same folders and file names."""
+    return SAMPLES / "bennu-ansor"
 
 
 @pytest.fixture(scope="session")
 def ms_a100_dir() -> Path:
-    return _need(SHARED / "bennu-metaschedule-a100-resnet34")
+    """A slice of the older-TVM A100 MetaSchedule database: five workloads and their records."""
+    return SAMPLES / "bennu-metaschedule-a100-resnet34"
+
+
+@pytest.fixture(scope="session")
+def shared_ansor_dir() -> Path:
+    return _shared("bennu-ansor")
+
+
+@pytest.fixture(scope="session")
+def shared_ms_a100_dir() -> Path:
+    return _shared("bennu-metaschedule-a100-resnet34")
 
 
 @pytest.fixture(scope="session")

@@ -61,6 +61,36 @@ def test_save_and_load_round_trip(task, tmp_path):
     assert not list((tmp_path / "cm").rglob("*.pkl"))
 
 
+def test_gated_model_scores_the_same_inside_tvm_and_out_before_and_after_an_update(task):
+    """The adapter predicts through SavedModel.predict (gate, columns and booster together),
+    and the online update keeps the gate."""
+    from gbxfer.dataset import load_bundled
+    from gbxfer.training import train
+    from gbxfer.tvm import GbxferCostModel
+
+    context, candidates = task
+    bundled = load_bundled()
+    tasks = bundled.tasks["task_key"].tolist()[:6]
+    gated = train(bundled.select(bundled.records["task_key"].isin(tasks).to_numpy()),
+                  {"blocks": ["program", "workload", "hardware"], "params": {"n_estimators": 30},
+                   "attention": {"steps": 100, "probe_estimators": 10}})
+    assert gated.gate is not None
+
+    def normalised(raw):
+        return (raw - raw.min()) / (raw.max() - raw.min()) + 1e-6
+
+    adapter = GbxferCostModel(model=gated, min_samples=8)
+    _, X = adapter.features(context, candidates)
+    assert np.allclose(adapter.predict(context, candidates),
+                       normalised(gated.predict(X, gated.columns)))
+    assert not np.allclose(gated.predict(X, gated.columns), gated.ranker.predict(X))  # gated
+    adapter.update(context, candidates, _results(candidates))
+    online = adapter.current
+    assert online is not gated and online.gate is gated.gate
+    assert np.allclose(adapter.predict(context, candidates),
+                       normalised(online.predict(X, gated.columns)))
+
+
 def test_tune_tir_with_gbxfer_cost_model(task, tmp_path):
     from tvm.s_tir import meta_schedule as ms
 
@@ -86,7 +116,7 @@ def test_tune_relax_network_with_pretrained_cost_model(tmp_path):
     from tvm.relax.frontend import nn
     from tvm.s_tir import meta_schedule as ms
 
-    from gbxfer.tvm import GbxferCostModel, local_builder
+    from gbxfer.tvm import GbxferCostModel, local_builder, metaschedule_logging
 
     class MLP(nn.Module):
         def __init__(self):
@@ -100,14 +130,38 @@ def test_tune_relax_network_with_pretrained_cost_model(tmp_path):
         relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(),
         relax.transform.FuseOps(), relax.transform.FuseTIR()])(mod)
     model = GbxferCostModel(min_samples=8)  # the shipped pretrained model
-    db = ms.relax_integration.tune_relax(
-        mod, {}, tvm.target.Target({"kind": "llvm", "num-cores": 1}), str(tmp_path / "work"),
-        max_trials_global=8, num_trials_per_iter=8, builder=local_builder(),
-        runner=ms.runner.LocalRunner(evaluator_config=ms.runner.EvaluatorConfig(
-            number=1, repeat=1, min_repeat_ms=1)), cost_model=model, seed=1,
-        strategy=ms.search_strategy.EvolutionarySearch(population_size=32))
+    with metaschedule_logging():  # pytest's capture handlers sit on MetaSchedule's logger
+        db = ms.relax_integration.tune_relax(
+            mod, {}, tvm.target.Target({"kind": "llvm", "num-cores": 1}), str(tmp_path / "work"),
+            max_trials_global=8, num_trials_per_iter=8, builder=local_builder(),
+            runner=ms.runner.LocalRunner(evaluator_config=ms.runner.EvaluatorConfig(
+                number=1, repeat=1, min_repeat_ms=1)), cost_model=model, seed=1,
+            strategy=ms.search_strategy.EvolutionarySearch(population_size=32))
     assert len(db.get_all_tuning_records()) >= 8
     assert len(model.costs) >= 8 and model.current is not model.base  # boosted online
+
+
+@pytest.mark.parametrize("name", [None, "mine"])
+def test_metaschedule_starts_its_loggers_beside_a_foreign_handler(tmp_path, name):
+    """MetaSchedule's logger setup (run by every tune_* call) fails on a handler it did not
+    configure; inside metaschedule_logging it runs, and the handler is back afterwards."""
+    import logging
+
+    from tvm.s_tir.meta_schedule.logging import get_loggers_from_work_dir
+
+    from gbxfer.tvm import metaschedule_logging
+
+    logger = logging.getLogger("tvm.s_tir.meta_schedule")
+    handler = logging.NullHandler()
+    handler.set_name(name)
+    logger.addHandler(handler)
+    try:
+        with metaschedule_logging():
+            get_loggers_from_work_dir(str(tmp_path), ["task"])
+            get_loggers_from_work_dir(str(tmp_path), ["task"])  # once configured, again
+        assert handler in logger.handlers
+    finally:
+        logger.removeHandler(handler)
 
 
 def test_printed_traces_featurize_like_their_json(task):

@@ -1,50 +1,79 @@
-"""Ingest of the real third-party logs and databases reproduces the counts their READMEs give."""
+"""Ingest of the real third-party logs and databases reproduces the counts their READMEs give:
+on the samples in tests/data (counts from tests/data/README.md) and, marked ``shared_data``, on
+the whole files in ../shared/data (counts from their own READMEs)."""
 from __future__ import annotations
 
 import json
 import shutil
 
 import numpy as np
+import pytest
 
 from gbxfer import ingest
 from gbxfer.cli import main
 
+FULL = pytest.param("full", marks=pytest.mark.shared_data)
+# (lines, distinct programs, failed lines) per hardware family
+ANSOR_COUNTS = {
+    "sample": {"cuda-sm_80": (651, 592, 32), "cuda-sm_86": (337, 337, 8),
+               "llvm-generic": (878, 855, 23)},
+    "full": {"cuda-sm_80": (8211, 7244, 32), "cuda-sm_86": (4077, 4077, 8),
+             "llvm-generic": (8401, 8313, 23)},
+}
+ON_BOTH_GPUS = {"sample": 102, "full": 995}  # full README: pooling 879 + matmul 39 + ... >= 995
+MS_COUNTS = {  # lines, records, valid records, tasks, valid measurements
+    "sample": (276, 250, 134, 5, 154),
+    "full": (20089, 19337, 14956, 20, 15450),
+}
 
-def test_ansor_folders_give_the_lines_and_programs_of_their_readme(ansor_dir, tmp_path, capsys):
+
+@pytest.fixture(params=["sample", FULL])
+def source(request):
+    """("sample" or "full", the Ansor folder, the MetaSchedule folder)."""
+    if request.param == "sample":
+        return "sample", request.getfixturevalue("ansor_dir"), request.getfixturevalue(
+            "ms_a100_dir")
+    return "full", request.getfixturevalue("shared_ansor_dir"), request.getfixturevalue(
+        "shared_ms_a100_dir")
+
+
+def test_ansor_folders_give_the_lines_and_programs_of_their_readme(source, tmp_path, capsys):
+    which, ansor_dir, _ = source
     out = tmp_path / "ds"
     assert main(["ingest", str(ansor_dir), "--out", str(out), "-q"]) == 0
     capsys.readouterr()
     assert main(["info", str(out), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     hw = info["hardware"]
-    assert (hw["cuda-sm_80"]["n_lines"], hw["cuda-sm_80"]["n_records"]) == (8211, 7244)
-    assert (hw["cuda-sm_86"]["n_lines"], hw["cuda-sm_86"]["n_records"]) == (4077, 4077)
-    assert (hw["llvm-generic"]["n_lines"], hw["llvm-generic"]["n_records"]) == (8401, 8313)
-    assert hw["cuda-sm_80"]["n_failed"] == 32
-    assert hw["cuda-sm_86"]["n_failed"] == 8
-    assert hw["llvm-generic"]["n_failed"] == 23
-    assert hw["cuda-sm_80"]["family"] == "cuda-sm_80"
-    assert info["n_lines"] == 8211 + 4077 + 8401
+    for family, (n_lines, n_records, n_failed) in ANSOR_COUNTS[which].items():
+        assert (hw[family]["n_lines"], hw[family]["n_records"]) == (n_lines, n_records), family
+        assert hw[family]["n_failed"] == n_failed, family
+        assert hw[family]["family"] == family
+    assert info["n_lines"] == sum(c[0] for c in ANSOR_COUNTS[which].values())
 
 
-def test_ansor_gpu_logs_share_programs_across_devices(ansor_dir):
+def test_ansor_gpu_logs_share_programs_across_devices(source):
+    which, ansor_dir, _ = source
     ds = ingest([ansor_dir / "gpu_a100", ansor_dir / "gpu_rtx3080"])
     per_program = ds.records.groupby("program_id")["hardware"].nunique()
-    assert (per_program == 2).sum() >= 995  # README: pooling 879 + matmul 39 + reduce 70 + relu 7
+    if which == "sample":
+        assert (per_program == 2).sum() == ON_BOTH_GPUS[which]
+    else:
+        assert (per_program == 2).sum() >= ON_BOTH_GPUS[which]
 
 
-def test_older_metaschedule_database_ingests_with_trace_and_shapes(ms_a100_dataset):
-    s = ms_a100_dataset.summary()
-    assert s["n_lines"] == 20089
-    assert s["n_records"] == 19337
-    assert s["n_valid"] == 14956
-    assert s["n_tasks"] == 20
-    assert int(ms_a100_dataset.records["n_measurements"].sum()
-               - ms_a100_dataset.records["n_failed"].sum()) == 15450
-    tasks = ms_a100_dataset.tasks
+def test_older_metaschedule_database_ingests_with_trace_and_shapes(source):
+    which, _, ms_dir = source
+    ds = ingest([ms_dir])
+    s = ds.summary()
+    n_lines, n_records, n_valid, n_tasks, n_measured = MS_COUNTS[which]
+    assert (s["n_lines"], s["n_records"], s["n_valid"], s["n_tasks"]) == (
+        n_lines, n_records, n_valid, n_tasks)
+    assert int(ds.records["n_measurements"].sum() - ds.records["n_failed"].sum()) == n_measured
+    tasks = ds.tasks
     assert all(len(json.loads(a)) >= 2 for a in tasks["args"])  # argument shapes of each task
     assert (tasks["workload_format"] == "tvm-json").all()
-    assert set(ms_a100_dataset.records["hardware"]) == {"cuda-sm_80"}
+    assert set(ds.records["hardware"]) == {"cuda-sm_80"}
 
 
 def test_older_instruction_names_are_normalised(ms_a100_dataset):
@@ -57,7 +86,7 @@ def test_older_instruction_names_are_normalised(ms_a100_dataset):
 def test_failed_measurements_are_flagged_not_dropped(ms_a100_dataset):
     r = ms_a100_dataset.records
     failed = r[~r["valid"]]
-    assert len(failed) == 19337 - 14956
+    assert len(failed) == MS_COUNTS["sample"][1] - MS_COUNTS["sample"][2]
     assert failed["latency"].isna().all()
     assert (failed["error"] == "build-or-run-failed").all()
     assert (r.loc[r["valid"], "latency"] > 0).all()

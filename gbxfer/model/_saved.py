@@ -114,8 +114,13 @@ class SavedModel:
                    meta["train_record_ids"], {k: v for k, v in meta.items() if k not in known},
                    gate)
 
-    def predict(self, X, columns) -> np.ndarray:
+    def transform(self, X, columns) -> np.ndarray:
+        """The booster's input for features ``X`` with ``columns``: checked against the
+        training schema, then gated when the model has a gate."""
         self.check_columns(columns)
-        if self.gate is not None:
-            X = self.gate.transform(X, columns)
-        return self.ranker.predict(X)
+        return self.gate.transform(X, columns) if self.gate is not None else X
+
+    def predict(self, X, columns) -> np.ndarray:
+        """Scores (higher = faster) of features ``X`` with ``columns``: the one way a gbxfer
+        model predicts, here, in evaluation and inside TVM alike."""
+        return self.ranker.predict(self.transform(X, columns))

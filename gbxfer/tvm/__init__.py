@@ -3,9 +3,10 @@
 Nothing in the core imports this package. Its names load TVM on first use.
 """
 from ._builder import fast_build, local_builder
+from ._logging import metaschedule_logging
 
-__all__ = ["fast_build", "local_builder", "GbxferCostModel", "per_store_features",
-           "XGBModelBaseline"]
+__all__ = ["fast_build", "local_builder", "metaschedule_logging", "GbxferCostModel",
+           "per_store_features", "XGBModelBaseline"]
 
 
 def __getattr__(name):

@@ -177,10 +177,15 @@ class GbxferCostModel(PyCostModel):
         min_child = min(params.get("min_child_samples", 20), max(2, len(costs) // 10))
         params.update(n_estimators=self.update_trees, random_state=self.seed,
                       min_child_samples=min_child)
-        init = self.base.ranker.booster_ if self.base is not None else None
-        ranker = GBCostRanker(**params).fit(X, label, groups=groups, init_model=init)
-        columns = self.base.columns if self.base is not None else self.columns()
-        self.current = SavedModel(ranker, columns, extra={"online": True})
+        if self.base is None:
+            ranker = GBCostRanker(**params).fit(X, label, groups=groups)
+            self.current = SavedModel(ranker, self.columns(), extra={"online": True})
+            return
+        # more trees on the base booster's own input (gated when the base model is)
+        ranker = GBCostRanker(**params).fit(self.base.transform(X, self.base.columns), label,
+                                            groups=groups, init_model=self.base.ranker.booster_)
+        self.current = SavedModel(ranker, self.base.columns, extra={"online": True},
+                                  gate=self.base.gate)
 
     def predict(self, context, candidates) -> np.ndarray:
         import time
@@ -192,7 +197,7 @@ class GbxferCostModel(PyCostModel):
             scores = self.rng.random(len(candidates))
         else:
             _, X = self.features(context, candidates)
-            raw = self.current.ranker.predict(X)
+            raw = self.current.predict(X, self.columns())
             span = raw.max() - raw.min()
             scores = (raw - raw.min()) / span if span > 0 else np.full(len(raw), 0.5)
         self.predict_seconds += time.perf_counter() - start

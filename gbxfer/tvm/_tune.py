@@ -24,6 +24,7 @@ from ..profiles import HardwareProfile
 from ..workloads import Task
 from ._builder import local_builder
 from ._collect import CollectPlan, make_runner
+from ._logging import metaschedule_logging
 from ._workloads import task_module
 
 
@@ -149,7 +150,7 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int, out,
         cost_model, str) else cost_model)
     database = ms.database.JSONDatabase(work_dir=str(out / "metaschedule"))
     with tqdm(total=trials, unit=" trials", desc=f"tune {profile.name}",
-              disable=None if progress else True) as bar:
+              disable=None if progress else True) as bar, metaschedule_logging():
         (out / "curve.csv").unlink(missing_ok=True)
         curve = CurveCallback(len(tasks), bar, out / "curve.csv")
         start = time.perf_counter()
