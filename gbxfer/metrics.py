@@ -1,4 +1,4 @@
-"""Ranking metrics of a cost model, as defined in DESIGN.md, over groups of programs.
+"""Ranking metrics of a cost model over groups of programs (a task on one hardware profile).
 
 Every function takes per-record arrays: ``latency`` (seconds, valid measurements only), ``score``
 (the model's prediction, higher = faster) and ``groups`` (a task x hardware id per record).
@@ -50,7 +50,10 @@ def _check(latency, score, groups):
     return latency, score, groups
 
 
-def _log_comb(n, k):
+def log_comb(n, k):
+    """log C(n, k), elementwise; where n < k (no way to choose) it is log C(k, k) = 0 rather
+    than NaN, for callers that mask those entries."""
+    n = np.maximum(np.asarray(n, dtype=float), k)
     return gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
 
 
@@ -65,7 +68,7 @@ def _expected_extreme(values: np.ndarray, r: int, largest: bool) -> float:
     i = np.arange(1, m + 1)  # P(max = u_i) = C(i-1, r-1) / C(m, r)
     ok = i - 1 >= r - 1
     p = np.zeros(m)
-    p[ok] = np.exp(_log_comb(i[ok] - 1, r - 1) - _log_comb(m, r))
+    p[ok] = np.exp(log_comb(i[ok] - 1, r - 1) - log_comb(m, r))
     return float(np.dot(p, u))
 
 

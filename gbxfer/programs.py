@@ -1,7 +1,7 @@
 """Program identity and primitive sequences.
 
 A program is identified by its task and its canonical text, independent of the hardware it was
-measured on (see DESIGN.md, "Conventions"): MetaSchedule traces with their decisions, or Ansor
+measured on (docs/dataset.md): MetaSchedule traces with their decisions, or Ansor
 step lists. Instruction names are normalised across TVM versions before hashing, so the same
 schedule written by an older TVM and by TVM 0.27 gets the same ``program_id``.
 """

@@ -1,4 +1,4 @@
-"""Train/test splits as deterministic functions of keys and a seed (DESIGN.md, "Conventions").
+"""Train/test splits as deterministic functions of keys and a seed.
 
 Each key (program id, task key or network name) is hashed with the seed to a number in [0, 1);
 keys below ``test_fraction`` are test. A split therefore selects the same test programs or tasks
@@ -98,8 +98,11 @@ class SplitSpec:
         return records["task_key"].isin(test_tasks).to_numpy()
 
 
-def paired_test_mask(dataset, test_mask) -> np.ndarray:
-    """True for test records whose program is also measured in the train part (on other hardware)."""
+def paired_test_mask(dataset, test_mask, among=None) -> np.ndarray:
+    """True for test records whose program is also measured in the train part (on other
+    hardware); ``among`` (a mask, default all records) restricts which records count."""
+    test = np.asarray(test_mask)
+    among = np.ones(len(test), dtype=bool) if among is None else np.asarray(among)
     program_ids = dataset.records["program_id"]
-    train_programs = set(program_ids[~np.asarray(test_mask)])
-    return np.asarray(test_mask) & program_ids.isin(train_programs).to_numpy()
+    train_programs = set(program_ids[among & ~test])
+    return among & test & program_ids.isin(train_programs).to_numpy()

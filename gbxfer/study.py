@@ -15,6 +15,8 @@ import optuna
 
 from .dataset import Dataset
 from .errors import GbxferError
+from .features import build
+from .model import ModelConfig
 from .splits import SplitSpec
 from .training import evaluate, train, training_part
 from .transfer import TransferConfig, transfer
@@ -57,22 +59,24 @@ def open_study(name: str, storage: str, seed: int) -> optuna.Study:
                                load_if_exists=True, sampler=optuna.samplers.TPESampler(seed=seed))
 
 
-def study_model(dataset: Dataset, config: dict, n_trials: int, name: str, storage: str,
+def study_model(dataset: Dataset, config: ModelConfig, n_trials: int, name: str, storage: str,
                 split: SplitSpec | None = None, folds: int = 3, seed: int = 0,
                 metric: str = "top1") -> optuna.Study:
     """Tune the estimator's parameters by ``folds``-fold by-task CV inside the training part."""
     part = training_part(dataset, split)
+    features = build(part, list(config.blocks))  # once: each fold selects rows, relabels
 
     def objective(trial):
-        params = {**config["params"], **model_space(trial)}
+        params = {**config.params, **model_space(trial)}
         scores, reports = [], []
         for fold in range(folds):
             inner = SplitSpec("by-task", 1.0 / folds, seed * 100 + fold)
             test = inner.test_mask(part)
             if not test.any() or test.all():  # a hashed task split can come out empty
                 continue
-            model = train(part, {**config, "params": params}, inner, seed=seed)
-            report = evaluate(model, part)
+            model = train(part, config.replace(params=params), inner, seed=seed,
+                          features=features)
+            report = evaluate(model, part, features=features)
             scores.append(report[metric])
             reports.append(report)
         if not reports:
@@ -101,16 +105,19 @@ def study_transfer(model, source: Dataset, target: Dataset, shots, n_trials: int
     by = tasks if len(tasks[0]) >= 2 else np.unique(shot_records["program_id"],
                                                     return_inverse=True)
     fold_of = by[1] % 2
+    # built once: every trial's folds select rows of them and relabel
+    source_features, target_features = build(source, model.blocks), build(target, model.blocks)
 
     def cross_validate(config: TransferConfig) -> tuple[list, dict]:
         reports = []
         for fold in (0, 1):
-            fit = shots[fold_of != fold]
-            held = target.select(shots[fold_of == fold])
+            fit, held = shots[fold_of != fold], shots[fold_of == fold]
             if len(fit) == 0 or len(held) == 0:
                 raise GbxferError("too few shots to cross-validate a transfer study")
-            adapted = transfer(model, source, target, fit, config, seed)
-            reports.append(evaluate(adapted, held))
+            adapted = transfer(model, source, target, fit, config, seed,
+                               source_features=source_features, target_features=target_features)
+            reports.append(evaluate(adapted, target.select(held),
+                                    features=target_features.select_rows(held)))
         by_group = {g: rep[metric] for r in reports for g, rep in r["by_task"].items()
                     if np.isfinite(rep[metric])}
         return reports, by_group
@@ -161,9 +168,9 @@ def chosen_transfer(study: optuna.Study) -> TransferConfig:
     return candidates[-1][0]
 
 
-def best_config(study: optuna.Study, kind: str, base: dict) -> dict:
+def best_config(study: optuna.Study, kind: str, base: ModelConfig) -> dict:
     """The config YAML content with the best trial's parameters."""
     if kind == "model":
-        return {"blocks": base["blocks"], "params": {**base["params"], **study.best_params}}
-    return {"blocks": base["blocks"], "params": base["params"],
+        return {"blocks": list(base.blocks), "params": {**base.params, **study.best_params}}
+    return {"blocks": list(base.blocks), "params": dict(base.params),
             "transfer": dataclasses.asdict(chosen_transfer(study))}

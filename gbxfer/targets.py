@@ -50,7 +50,7 @@ def target_json(target) -> str:
 
 
 def hardware_identity(target) -> tuple[str, str]:
-    """``(name, family)`` of a target by DESIGN.md's rule for foreign data.
+    """``(name, family)`` of a target, the identity of foreign data's hardware:
 
     family = ``<kind>-<mcpu or arch>`` (``llvm-generic`` with neither); name = family plus
     ``-<num-cores>c`` when the target gives a positive core count.

@@ -11,90 +11,127 @@ import numpy as np
 
 from .dataset import Dataset
 from .errors import GbxferError
-from .features import build
+from .features import FeatureMatrix, build
 from .metrics import ranking_report
-from .model import GBCostRanker, SavedModel
+from .model import GBCostRanker, ModelConfig, SavedModel
 from .model._attention import GroupGate
+from .model._config import as_model_config
 from .splits import SplitSpec, paired_test_mask
 
 
+def training_mask(dataset: Dataset, split: SplitSpec | None) -> np.ndarray:
+    """Rows of ``dataset.records`` a model trains on: the valid ones outside ``split``'s test
+    part."""
+    mask = dataset.records["valid"].to_numpy(dtype=bool)
+    return mask & ~split.test_mask(dataset) if split is not None else mask
+
+
 def training_part(dataset: Dataset, split: SplitSpec | None) -> Dataset:
-    valid = dataset.filter(valid=True)
-    if split is None:
-        return valid
-    return valid.select(~split.test_mask(valid))
+    return dataset.select(training_mask(dataset, split))
 
 
-def train(dataset: Dataset, config: dict, split: SplitSpec | None = None,
-          target: str | None = None, seed: int = 0, sample_weight=None) -> SavedModel:
-    """Fit one model on ``dataset``'s valid records of ``target`` (a profile; None = all)."""
+def features_of(dataset: Dataset, blocks, mask, features: FeatureMatrix | None) -> FeatureMatrix:
+    """The feature matrix of the rows ``mask`` selects, labels computed among them: taken from
+    ``features`` (the matrix of all of ``dataset``, built once by the caller) or built."""
+    if features is None:
+        return build(dataset.select(mask), list(blocks))
+    if len(features.records) != len(dataset) or not np.array_equal(
+            features.records["record_id"].to_numpy(), dataset.records["record_id"].to_numpy()):
+        raise GbxferError("the feature matrix given is not the one of this dataset's records")
+    return features.select_blocks(blocks).select_rows(mask)
+
+
+def train(dataset: Dataset, config: ModelConfig | dict, split: SplitSpec | None = None,
+          target: str | None = None, seed: int = 0, sample_weight=None,
+          features: FeatureMatrix | None = None) -> SavedModel:
+    """Fit one model on ``dataset``'s valid records of ``target`` (a profile; None = all)
+    with ``config`` (a :class:`ModelConfig`, or a mapping of its fields). ``features``, the
+    feature matrix of the whole ``dataset`` when the caller has it, saves building it again:
+    only the labels depend on which records train."""
+    config = as_model_config(config)
+    mask = training_mask(dataset, split)
     if target is not None:
         if target not in dataset.hardware:
             raise GbxferError(f"no records of hardware {target!r}; hardware in the dataset: "
                               f"{', '.join(dataset.hardware)}")
-        dataset = dataset.filter(hardware=target)
-    part = training_part(dataset, split)
-    if len(part) == 0:
+        mask &= (dataset.records["hardware"] == target).to_numpy()
+    if not mask.any():
         raise GbxferError("nothing to train on: the training part is empty")
-    fm = build(part, config["blocks"])
-    params = {"random_state": seed, **config["params"]}
+    fm = features_of(dataset, config.blocks, mask, features)
+    params = {"random_state": seed, **config.params}
     r = fm.records
     X, gate = fm.X, None
-    if config.get("attention"):
-        gate = GroupGate(**{"random_state": seed, **config["attention"]}).fit(
+    if config.attention:
+        gate = GroupGate(**{"random_state": seed, **config.attention}).fit(
             fm.X, r["label"].to_numpy(), r["group"].to_numpy(), r["hardware"].to_numpy(),
             fm.columns)
         X = gate.transform(fm.X, fm.columns)
     ranker = GBCostRanker(**params).fit(X, r["label"], groups=r["group"],
                                         sample_weight=sample_weight)
-    return SavedModel(ranker, fm.columns, sorted(part.hardware),
+    return SavedModel(ranker, fm.columns, sorted(r["hardware"].unique()),
                       split.to_dict() if split else None, r["record_id"].tolist(), gate=gate)
 
 
-def evaluation_part(model: SavedModel, dataset: Dataset) -> tuple[Dataset, np.ndarray]:
-    """The valid records ``model`` may be scored on, and which of them are paired (by-hardware:
+def evaluation_mask(model: SavedModel, dataset: Dataset) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of ``dataset.records`` that ``model`` may be scored on (valid, not trained on, in
+    its split's test part), and which of them are paired (by-hardware: their program is
     measured on a training family too)."""
-    valid = dataset.filter(valid=True)
-    mask = ~valid.records["record_id"].isin(set(model.train_record_ids)).to_numpy()
-    paired = np.zeros(len(valid), dtype=bool)
+    records = dataset.records
+    valid = records["valid"].to_numpy(dtype=bool)
+    mask = valid & ~records["record_id"].isin(set(model.train_record_ids)).to_numpy()
+    paired = np.zeros(len(records), dtype=bool)
     if model.split:
         spec = SplitSpec.from_dict(model.split)
-        test = spec.test_mask(valid)
+        test = spec.test_mask(dataset)
         if spec.kind == "by-hardware":
-            paired = paired_test_mask(valid, test)
+            paired = paired_test_mask(dataset, test, among=valid)
         mask &= test
     if not mask.any():
         raise GbxferError("nothing left to evaluate: every record of this dataset was in the "
                           "model's training data or outside its split's test part")
-    return valid.select(mask), paired[mask]
+    return mask, paired
 
 
-def score(model: SavedModel, dataset: Dataset) -> tuple[np.ndarray, object]:
+def evaluation_part(model: SavedModel, dataset: Dataset) -> tuple[Dataset, np.ndarray]:
+    """The valid records ``model`` may be scored on, and which of them are paired."""
+    mask, paired = evaluation_mask(model, dataset)
+    return dataset.select(mask), paired[mask]
+
+
+def score(model: SavedModel, dataset: Dataset) -> tuple[np.ndarray, FeatureMatrix]:
     fm = build(dataset, model.blocks)
     return model.predict(fm.X, fm.columns), fm
 
 
-def evaluate(model: SavedModel, dataset: Dataset, hardware: str | None = None) -> dict:
-    """Ranking quality of ``model`` on the records of ``dataset`` it did not train on."""
+def evaluate(model: SavedModel, dataset: Dataset, hardware: str | None = None,
+             features: FeatureMatrix | None = None) -> dict:
+    """Ranking quality of ``model`` on the records of ``dataset`` it did not train on.
+    ``features``: the feature matrix of the whole ``dataset``, when the caller has it."""
     if hardware is not None:
-        dataset = dataset.filter(hardware=hardware)
-    part, paired = evaluation_part(model, dataset)
-    scores, fm = score(model, part)
-    r = fm.records
+        keep = (dataset.records["hardware"] == hardware).to_numpy()
+        dataset = dataset.select(keep)
+        features = features.select_rows(keep) if features is not None else None
+    mask, paired = evaluation_mask(model, dataset)
+    fm = features_of(dataset, model.blocks, mask, features)
+    return evaluation_report(model, model.predict(fm.X, fm.columns), fm.records, paired[mask])
+
+
+def evaluation_report(model: SavedModel, scores: np.ndarray, r, paired: np.ndarray) -> dict:
+    """The evaluation report of ``scores`` for the records ``r`` (a feature matrix's)."""
     weights = r["weight"].to_numpy()
-    report = ranking_report(r["latency"], scores, r["group"], weights)
-    report["n_tasks"] = int(r["task_key"].nunique())
-    report["split"] = model.split
-    report["by_hardware"] = {
+    result = ranking_report(r["latency"], scores, r["group"], weights)
+    result["n_tasks"] = int(r["task_key"].nunique())
+    result["split"] = model.split
+    result["by_hardware"] = {
         hw: ranking_report(g["latency"], scores[g.index], g["group"], weights[g.index])
         for hw, g in r.groupby("hardware")}
-    report["by_task"] = {
+    result["by_task"] = {
         f"{task}|{hw}": ranking_report(g["latency"], scores[g.index], g["group"])
         for (task, hw), g in r.groupby(["task_key", "hardware"])}
     if model.split and model.split.get("kind") == "by-hardware":
         for name, mask in (("paired", paired), ("unpaired", ~paired)):
             if mask.any():
                 g = r[mask]
-                report[name] = ranking_report(g["latency"], scores[mask], g["group"],
+                result[name] = ranking_report(g["latency"], scores[mask], g["group"],
                                               weights[mask])
-    return report
+    return result

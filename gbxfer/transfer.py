@@ -18,9 +18,11 @@ import numpy as np
 
 from .dataset import Dataset
 from .errors import GbxferError
-from .features import build
+from .features import FeatureMatrix
+from .metrics import log_comb
 from .model import GBCostRanker, SavedModel
 from .splits import SplitSpec, key_uniform
+from .training import features_of
 
 
 MODES = ("continue", "retrain")
@@ -89,16 +91,9 @@ def expected_best_share(latencies: np.ndarray, k: int) -> float:
     if n == 0 or k >= n:
         return 1.0
     i = np.arange(1, n + 1)
-    log_p = (_log_comb(n - i, k - 1) - _log_comb(n, k))
+    log_p = (log_comb(n - i, k - 1) - log_comb(n, k))
     p = np.where(n - i >= k - 1, np.exp(log_p), 0.0)
     return float((p * latencies[0] / latencies).sum())
-
-
-def _log_comb(n, k):
-    from scipy.special import gammaln
-
-    n = np.maximum(np.asarray(n, dtype=float), k)
-    return gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
 
 
 def shot_scale(source: Dataset, k: int) -> float:
@@ -129,22 +124,26 @@ def hardware_similarity(source_hw: np.ndarray, target_hw: np.ndarray,
 
 def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions,
              config: TransferConfig = TransferConfig(), seed: int = 0,
-             holdout: SplitSpec | None = None) -> SavedModel:
-    """A new model: ``model`` boosted on weighted source records and the target shots."""
+             holdout: SplitSpec | None = None, source_features: FeatureMatrix | None = None,
+             target_features: FeatureMatrix | None = None) -> SavedModel:
+    """A new model: ``model`` boosted on weighted source records and the target shots (rows
+    ``shot_positions`` of ``target``). ``source_features`` and ``target_features``, the
+    feature matrices of the whole ``source`` and ``target`` when the caller has them (a study
+    transfers many times), save building them again."""
     shots = target.select(shot_positions)
     if len(shots) == 0:
         raise GbxferError("no shots: the target has no valid records to draw from")
+    fm_tgt = features_of(target, model.blocks, shot_positions, target_features)
+    model.check_columns(fm_tgt.columns)
     if config.mode == "continue" and config.extra_rounds == 0:
         # no trees added: the source model, with the shots recorded
-        model.check_columns(build(shots, model.blocks).columns)
         return _adapted(model, model.ranker, shots, config, seed, holdout)
-    source = source.filter(hardware=model.hardware, valid=True)
+    r = source.records
+    keep = r["valid"].to_numpy(dtype=bool) & r["hardware"].isin(model.hardware).to_numpy()
     if config.source_fraction < 1.0:
-        keep = key_uniform(source.records["record_id"].to_numpy(), seed) < config.source_fraction
-        source = source.select(keep)
-    fm_src = build(source, model.blocks)
-    fm_tgt = build(shots, model.blocks)
-    model.check_columns(fm_tgt.columns)
+        keep &= key_uniform(r["record_id"].to_numpy(), seed) < config.source_fraction
+    fm_src = features_of(source, model.blocks, keep, source_features)
+    source = source.select(keep)
     weights_src = np.ones(len(fm_src.records))
     if config.temperature > 0 and "hardware" in model.blocks and len(fm_src.records):
         hw_cols = [i for i, c in enumerate(fm_src.columns) if c.startswith("hardware.")]

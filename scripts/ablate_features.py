@@ -19,8 +19,7 @@ from bench_model import experiment, mean_ci
 
 from gbxfer import SplitSpec
 from gbxfer.metrics import ranking_report
-from gbxfer.model import GBCostRanker
-from gbxfer.model._config import load_model_config
+from gbxfer.model import GBCostRanker, load_model_config
 
 VARIANTS = {
     "all": lambda c: True,
@@ -68,7 +67,7 @@ def main() -> None:
             X = (np.hstack([fm.X, cross]) if variant == CROSS else
                  fm.X[:, [i for i, c in enumerate(fm.columns) if VARIANTS[variant](c)]])
             for name, config in configs.items():
-                model = GBCostRanker(**{**config["params"], "random_state": seed}).fit(
+                model = GBCostRanker(**{**config.params, "random_state": seed}).fit(
                     X[~test], r["label"][~test], groups=r["group"][~test])
                 results.setdefault((variant, name), []).append(ranking_report(
                     r["latency"][test], model.predict(X[test]), r["group"][test],

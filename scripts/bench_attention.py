@@ -14,7 +14,7 @@ from _results import print_table, write_results
 from bench_model import ci95, experiment
 
 from gbxfer import SplitSpec
-from gbxfer.model._config import load_model_config
+from gbxfer.model import load_model_config
 from gbxfer.training import evaluate, train
 
 METRICS = ("pca", "top1", "top5")
@@ -23,7 +23,7 @@ METRICS = ("pca", "top1", "top5")
 def main() -> None:
     args, dataset, _ = experiment(__doc__)
     base = load_model_config()
-    arms = {"without": base, "with attention": {**base, "attention": {"dim": 8}}}
+    arms = {"without": base, "with attention": base.replace(attention={"dim": 8})}
     families = sorted(dataset.records["hardware_family"].unique())
     results = {}
     for family in families:

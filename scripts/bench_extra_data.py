@@ -23,8 +23,7 @@ from bench_model import BASE, SHARED, experiment, mean_ci
 from gbxfer import Dataset, SplitSpec, ingest
 from gbxfer.features import build
 from gbxfer.metrics import ranking_report
-from gbxfer.model import GBCostRanker
-from gbxfer.model._config import load_model_config
+from gbxfer.model import GBCostRanker, load_model_config
 
 METRICS = ("pca", "top1", "top5")
 ARMS = {"bundled only": [], "+ Ansor x86 (29 tasks)": ["cpu_x86"],
@@ -50,7 +49,7 @@ def main() -> None:
             test_tasks = set(dataset.records["task_key"][mask])
             test = ours & r["task_key"].isin(test_tasks).to_numpy()
             train = ~r["task_key"].isin(test_tasks).to_numpy()
-            model = GBCostRanker(**{**config["params"], "random_state": seed}).fit(
+            model = GBCostRanker(**{**config.params, "random_state": seed}).fit(
                 fm.X[train], r["label"][train], groups=r["group"][train])
             report = ranking_report(r["latency"][test], model.predict(fm.X[test]),
                                     r["group"][test], r["weight"][test])

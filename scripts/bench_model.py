@@ -29,8 +29,7 @@ from _results import RESULTS, print_table, write_results
 from gbxfer import Dataset, SplitSpec, ingest, load_dataset
 from gbxfer.features import build
 from gbxfer.metrics import ranking_report
-from gbxfer.model import GBCostRanker
-from gbxfer.model._config import load_model_config
+from gbxfer.model import GBCostRanker, load_model_config
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 BASE = ["program", "workload", "hardware"]
@@ -98,8 +97,8 @@ def run_models(dataset, split, seed, models, per_store):
                 continue
             fm = fm_all.select_blocks(blocks_of[name])
             params = ({"backend": "xgboost", "objective": "regression"}
-                      if name == "tenset-xgb" else LAMBDARANK["params"]
-                      if name == "gbxfer-lambdarank" else DEFAULT["params"])
+                      if name == "tenset-xgb" else LAMBDARANK.params
+                      if name == "gbxfer-lambdarank" else DEFAULT.params)
             model = GBCostRanker(**{**params, "random_state": seed}).fit(
                 fm.X[~test], r["label"][~test], groups=r["group"][~test])
             scores = model.predict(fm.X[test])
@@ -143,7 +142,7 @@ def speed(dataset, shared_sources, seed):
     fm = build(resampled, BASE)
     r = fm.records
     start = time.perf_counter()
-    model = GBCostRanker(**{**DEFAULT["params"], "random_state": seed}).fit(
+    model = GBCostRanker(**{**DEFAULT.params, "random_state": seed}).fit(
         fm.X, r["label"], groups=r["group"])
     out = {"train_records": len(r), "distinct_source_records": distinct,
            "train_seconds": time.perf_counter() - start}

@@ -18,7 +18,7 @@ from _results import RESULTS, print_table, write_results
 from bench_model import ci95, speed_records
 
 from gbxfer import SplitSpec, load_dataset
-from gbxfer.model._config import load_model_config
+from gbxfer.model import load_model_config
 from gbxfer.pruning import prune
 from gbxfer.training import evaluate, train
 

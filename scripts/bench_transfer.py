@@ -38,8 +38,7 @@ from bench_model import ci95
 from gbxfer import Dataset, SplitSpec, ingest, load_dataset
 from gbxfer.features import build
 from gbxfer.metrics import ranking_report
-from gbxfer.model import GBCostRanker
-from gbxfer.model._config import load_model_config
+from gbxfer.model import GBCostRanker, load_model_config
 from gbxfer.study import chosen_transfer, study_transfer
 from gbxfer.training import train
 from gbxfer.transfer import TransferConfig, draw_shots, transfer
@@ -98,7 +97,7 @@ def one(source, target, seed, k, trials, config) -> dict:
     """Every arm for one (seed, K): ranking quality on the same target test part."""
     holdout = SplitSpec("within-task", 0.5, seed)
     test = holdout.test_mask(target)
-    fm_target = build(target, config["blocks"])
+    fm_target = build(target, list(config.blocks))
     model = train(source, config, seed=seed)
     shots = draw_shots(target, k, seed, holdout)
     arms = {"source-only": report(lambda X: model.predict(X, fm_target.columns), fm_target,
@@ -117,13 +116,13 @@ def one(source, target, seed, k, trials, config) -> dict:
     arms["tuned"]["chosen"] = dataclasses.asdict(chosen)
     shot_ds = target.select(shots)  # labels among the shots only, as a transfer sees them
     pooled = Dataset.concat([source, shot_ds])
-    fm_pooled = build(pooled, config["blocks"])
-    pooled_model = fit(config["params"], fm_pooled, np.ones(len(pooled), bool), seed)
+    fm_pooled = build(pooled, list(config.blocks))
+    pooled_model = fit(config.params, fm_pooled, np.ones(len(pooled), bool), seed)
     arms["pooled"] = report(pooled_model.predict, fm_target, test)
-    fm_shots = build(shot_ds, config["blocks"])
-    scratch = fit(config["params"], fm_shots, np.ones(len(shot_ds), bool), seed)
+    fm_shots = build(shot_ds, list(config.blocks))
+    scratch = fit(config.params, fm_shots, np.ones(len(shot_ds), bool), seed)
     arms["scratch"] = report(scratch.predict, fm_target, test)
-    upper = fit(config["params"], fm_target, ~test, seed)
+    upper = fit(config.params, fm_target, ~test, seed)
     arms["upper"] = report(upper.predict, fm_target, test)
     return arms
 

@@ -37,7 +37,7 @@ import pandas as pd
 from _results import RESULTS, markdown_table, print_table, stamp, write_results
 
 from gbxfer import load_dataset
-from gbxfer.model._config import load_model_config
+from gbxfer.model import load_model_config
 from gbxfer.profiles import find_config, load_profile
 from gbxfer.training import train
 from gbxfer.tvm._networks import NETWORKS

@@ -16,10 +16,9 @@ from bench_model import experiment, mean_ci
 
 from gbxfer import SplitSpec
 from gbxfer.metrics import ranking_report
-from gbxfer.model import GBCostRanker
-from gbxfer.model._config import load_model_config
+from gbxfer.model import GBCostRanker, load_model_config
 
-DEFAULT, LAMBDARANK = load_model_config()["params"], load_model_config("lambdarank")["params"]
+DEFAULT, LAMBDARANK = load_model_config().params, load_model_config("lambdarank").params
 VARIANTS = {
     "default (xgboost regression, 150 x 0.2)": DEFAULT,
     "xgboost regression, 300 x 0.1": {**DEFAULT, "n_estimators": 300, "learning_rate": 0.1},

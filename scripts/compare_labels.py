@@ -19,8 +19,7 @@ from bench_model import experiment, mean_ci
 
 from gbxfer import SplitSpec
 from gbxfer.metrics import ranking_report
-from gbxfer.model import GBCostRanker
-from gbxfer.model._config import load_model_config
+from gbxfer.model import GBCostRanker, load_model_config
 
 METRICS = ("pca", "top1", "top5")
 
@@ -33,7 +32,7 @@ def main() -> None:
               "log ratio": np.log(ratio),
               "percentile rank": pd.Series(ratio).groupby(r["group"].to_numpy()).rank(
                   pct=True).to_numpy()}
-    params = load_model_config()["params"]
+    params = load_model_config().params
     results: dict = {}
     for seed in range(args.seeds):
         test = SplitSpec("by-task", 0.3, seed).test_mask(dataset)

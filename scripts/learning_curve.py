@@ -17,8 +17,7 @@ from bench_model import experiment, mean_ci
 
 from gbxfer import SplitSpec
 from gbxfer.metrics import ranking_report
-from gbxfer.model import GBCostRanker
-from gbxfer.model._config import load_model_config
+from gbxfer.model import GBCostRanker, load_model_config
 
 FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 METRICS = ("pca", "top1", "top5")
@@ -37,7 +36,7 @@ def main() -> None:
             n_tasks = max(1, round(fraction * len(train_tasks)))
             train = ~test & r["task_key"].isin(train_tasks[:n_tasks]).to_numpy()
             for name, config in configs.items():
-                model = GBCostRanker(**{**config["params"], "random_state": seed}).fit(
+                model = GBCostRanker(**{**config.params, "random_state": seed}).fit(
                     fm.X[train], r["label"][train], groups=r["group"][train])
                 report = ranking_report(r["latency"][test], model.predict(fm.X[test]),
                                         r["group"][test], r["weight"][test])

@@ -14,7 +14,7 @@ import shutil
 
 from gbxfer import load_bundled
 from gbxfer.dataset import BUNDLED
-from gbxfer.model._config import load_model_config
+from gbxfer.model import load_model_config
 from gbxfer.training import train
 
 PRETRAINED = BUNDLED.parent / "pretrained"

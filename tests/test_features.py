@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gbxfer import Dataset, ingest
+from gbxfer import Dataset, GbxferError, ingest
 from gbxfer.features import build
 from gbxfer.features._program import COLUMNS, ProgramFeaturizer
 
@@ -65,6 +65,25 @@ def test_labels_are_normalised_throughput_within_groups(ansor_a100_dataset):
     assert np.isclose(valid.groupby("group")["label"].max(), 1.0).all()
     assert (r.loc[~r["valid"], "label"] == 0).all()
     assert ((valid["label"] > 0) & (valid["label"] <= 1)).all()
+
+
+def test_selected_rows_are_relabelled_among_themselves(ansor_a100_dataset):
+    fm = build(ansor_a100_dataset, blocks=["workload"])
+    valid = fm.records["valid"].to_numpy()
+    slow_half = valid & (fm.records["label"].to_numpy() < 0.5)
+    sub = fm.select_rows(slow_half)
+    assert np.allclose(sub.records.groupby("group")["label"].max(), 1.0)
+    assert np.array_equal(sub.X, fm.X[slow_half], equal_nan=True)
+    assert np.array_equal(build(ansor_a100_dataset.select(slow_half), ["workload"]).records[
+        "label"], sub.records["label"])
+
+
+def test_blocks_are_selected_in_the_order_asked(ansor_a100_dataset):
+    fm = build(ansor_a100_dataset, blocks=["workload", "hardware"])
+    assert fm.select_blocks(["hardware", "workload"]).columns == (
+        fm.block_columns("hardware") + fm.block_columns("workload"))
+    with pytest.raises(GbxferError, match="no 'program' block"):
+        fm.select_blocks(["program"])
 
 
 def test_unknown_primitive_is_counted_not_fatal():

@@ -129,3 +129,25 @@ def test_loading_against_another_feature_schema_names_the_difference(ansor_cpu):
     saved = SavedModel(ranker, ansor_cpu.columns)
     with pytest.raises(GbxferError, match="missing \\['program.count_split'"):
         saved.predict(ansor_cpu.X[:, 1:], ansor_cpu.columns[1:])
+
+
+@pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
+def test_feature_importances_are_each_features_total_gain(ansor_cpu, backend):
+    r = ansor_cpu.records
+    model = GBCostRanker(backend=backend, n_estimators=20).fit(ansor_cpu.X, r["label"],
+                                                              groups=r["group"])
+    gain = model.feature_importances_
+    assert gain.shape == (ansor_cpu.X.shape[1],) and (gain >= 0).all() and gain.sum() > 0
+    used = np.flatnonzero(gain)
+    assert np.all(np.nanstd(ansor_cpu.X[:, used], axis=0) > 0)  # a constant never splits
+
+
+def test_is_a_ranker_not_a_regressor_and_scores_pairwise_accuracy(ansor_cpu):
+    from sklearn.base import is_regressor
+
+    r = ansor_cpu.records
+    model = GBCostRanker(n_estimators=20).fit(ansor_cpu.X, r["label"], groups=r["group"])
+    assert not is_regressor(model)
+    latency, scores = r["latency"].to_numpy(), model.predict(ansor_cpu.X)
+    assert model.score(ansor_cpu.X, r["label"], groups=r["group"]) == pytest.approx(
+        pairwise_accuracy(latency, scores, r["group"].to_numpy()))

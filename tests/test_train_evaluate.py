@@ -30,6 +30,35 @@ def test_evaluation_leaves_out_training_records_and_keeps_the_test_part(gpus):
         ds.records["program_id"][SplitSpec("within-task", 0.3, seed=2).test_mask(ds)])
 
 
+@pytest.mark.parametrize("split", ["within-task", "by-task", "by-hardware:cuda-sm_86"])
+def test_features_built_once_give_the_same_model_and_report(gpus, split):
+    """train and evaluate on rows of a feature matrix built once (as a study does) equal
+    building features for each part: only the labels depend on the part."""
+    from gbxfer.features import build
+
+    ds, _ = gpus
+    spec = SplitSpec.parse(split, 0.3, seed=1)
+    features = build(ds, ["hardware", "program", "workload"])  # other block order, too
+    a = train(ds, CONFIG, spec, seed=1)
+    b = train(ds, CONFIG, spec, seed=1, features=features)
+    assert a.columns == b.columns and a.train_record_ids == b.train_record_ids
+
+    def same(x, y):  # NaN (a group of one) equals NaN here
+        return json.dumps(x, sort_keys=True) == json.dumps(y, sort_keys=True)
+
+    assert same(evaluate(a, ds), evaluate(b, ds, features=features))
+    for hw in ds.hardware if spec.kind != "by-hardware" else []:  # one profile: no family
+        assert same(evaluate(a, ds, hw), evaluate(b, ds, hw, features=features))
+
+
+def test_a_feature_matrix_of_other_records_is_refused(gpus):
+    from gbxfer.features import build
+
+    ds, _ = gpus
+    with pytest.raises(GbxferError, match="not the one of this dataset"):
+        train(ds, CONFIG, features=build(ds.filter(hardware="cuda-sm_80")))
+
+
 def test_model_without_split_is_scored_only_on_unseen_records(gpus):
     ds, _ = gpus
     a100 = ds.filter(hardware="cuda-sm_80")

@@ -8,10 +8,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import GbxferError
-from ..model import SavedModel
-from ..model._config import load_model_config
+from ..model import SavedModel, load_model_config
 from ..splits import SplitSpec
-from ..training import evaluate, evaluation_part, score, train
+from ..training import evaluate, evaluation_mask, evaluation_report, score, train
 from ._common import command_stamp, format_table, load_dataset_arg
 
 log = logging.getLogger("gbxfer")
@@ -111,9 +110,10 @@ def _evaluate_all(models: dict, dataset, hardware) -> dict:
     for hw, model in models.items():
         if hardware not in (None, hw) or hw not in dataset.hardware:
             continue
-        reports[hw] = evaluate(model, dataset, hw)
-        part, _ = evaluation_part(model, dataset.filter(hardware=hw))
-        scores, fm = score(model, part)
+        part = dataset.filter(hardware=hw)
+        mask, paired = evaluation_mask(model, part)
+        scores, fm = score(model, part.select(mask))  # once, for its report and the overall
+        reports[hw] = evaluation_report(model, scores, fm.records, paired[mask])
         parts.append((fm.records, scores))
     if not parts:
         raise GbxferError("no hardware profile of the dataset has a model in this folder")
@@ -183,7 +183,7 @@ def run_explain(args) -> int:
     import matplotlib.pyplot as plt
 
     for hw, model in load_models(args.model).items():
-        gain = feature_gain(model)
+        gain = model.ranker.feature_importances_
         order = np.argsort(-gain)
         total = gain.sum() or 1.0
         blocks = {}
@@ -208,10 +208,3 @@ def run_explain(args) -> int:
         log.info("wrote %s", png)
     return 0
 
-
-def feature_gain(model: SavedModel) -> np.ndarray:
-    booster = model.ranker.booster_
-    if model.ranker.backend == "lightgbm":
-        return np.asarray(booster.feature_importance("gain"), dtype=float)
-    scores = booster.get_score(importance_type="total_gain")
-    return np.array([scores.get(f"f{i}", 0.0) for i in range(len(model.columns))])

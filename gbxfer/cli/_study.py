@@ -7,8 +7,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import GbxferError
-from ..model import SavedModel
-from ..model._config import load_model_config
+from ..model import SavedModel, load_model_config
 from ..splits import SplitSpec
 from ._common import load_dataset_arg
 

@@ -5,8 +5,7 @@ import logging
 from pathlib import Path
 
 from ..errors import GbxferError
-from ..model import SavedModel
-from ..model._config import load_model_config
+from ..model import SavedModel, load_model_config
 from ..splits import SplitSpec
 from ..transfer import TransferConfig, draw_shots, transfer
 from ._common import command_stamp, load_dataset_arg
@@ -64,7 +63,7 @@ def run(args) -> int:
                           "model's training data (choose one with --hardware)")
     holdout = SplitSpec.parse(args.holdout, args.test_fraction, args.seed) if args.holdout \
         else None
-    config = TransferConfig.from_dict(load_model_config(args.config).get("transfer")
+    config = TransferConfig.from_dict(load_model_config(args.config).transfer
                                       if args.config else None)
     shots = draw_shots(target, args.shots, args.seed, holdout)
     if args.tune > 0:

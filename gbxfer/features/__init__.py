@@ -59,13 +59,24 @@ class FeatureMatrix:
         return [c for c in self.columns if c.startswith(block + ".")]
 
     def select_blocks(self, blocks) -> "FeatureMatrix":
-        keep = [i for i, c in enumerate(self.columns) if c.split(".", 1)[0] in set(blocks)]
+        """The columns of ``blocks``, in the order given."""
+        missing = [b for b in blocks if b not in self.blocks]
+        if missing:
+            raise GbxferError(f"the feature matrix has no {missing[0]!r} block "
+                              f"(blocks: {', '.join(self.blocks)})")
+        keep = [i for b in blocks for i, c in enumerate(self.columns)
+                if c.split(".", 1)[0] == b]
+        if keep == list(range(len(self.columns))):
+            return self
         return FeatureMatrix(self.X[:, keep], [self.columns[i] for i in keep], self.records)
 
     def select_rows(self, mask) -> "FeatureMatrix":
+        """The rows ``mask`` selects (booleans or indices), labels computed among them: a
+        label is relative to the fastest valid record of its group in the selection."""
         idx = np.flatnonzero(mask) if np.asarray(mask).dtype == bool else np.asarray(mask)
-        return FeatureMatrix(self.X[idx], self.columns, self.records.iloc[idx].reset_index(
-            drop=True))
+        records = self.records.iloc[idx].reset_index(drop=True)
+        records["label"] = labels(records)
+        return FeatureMatrix(self.X[idx], self.columns, records)
 
 
 def hardware_descriptor(name: str, family: str, target: str) -> HardwareDescriptor:

@@ -32,7 +32,7 @@ def read_ansor_log(path: Path, builder: RecordBuilder, hardware=None, progress=N
     """Add every measurement of one Ansor/TenSet log file to ``builder``.
 
     ``hardware`` is ``(name, family or None)``; without it the identity comes from each line's
-    target by DESIGN.md's rule.
+    target (:func:`gbxfer.targets.hardware_identity`).
     """
     path = Path(path)
     identities: dict[str, tuple[str, str, str]] = {}

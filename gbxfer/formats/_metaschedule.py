@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import InputError
 from ..programs import canonical_json, canonical_trace_text, trace_primitives
 from ..targets import hardware_identity, parse_target, target_json
@@ -17,7 +19,8 @@ from ._lines import check_costs, expect
 
 WORKLOAD_FILE = "database_workload.json"
 RECORD_FILE = "database_tuning_record.json"
-FAILED_COST = 1e9  # MetaSchedule writes 1e10 s for a failed build or run
+FAILED_RUN_SECS = 1e10  # what MetaSchedule writes as the run_secs of a failed build or run
+FAILED_AT_SECS = 1e9  # a repeat this long (31 years) marks a failure, whoever wrote it
 
 # Substrings that name the main compute of a task, most specific first.
 OPERATOR_HINTS = ("depthwise_conv2d", "group_conv2d", "conv2d_transpose", "conv3d", "conv2d",
@@ -109,7 +112,7 @@ def _add_record(path, number, value, workloads, identities, hardware, builder) -
         error = "not-measured"
     else:
         costs = check_costs(path, number, run_secs, "run_secs")
-        if max(costs) >= FAILED_COST:
+        if run_latency(costs) is None:
             error = "build-or-run-failed"
             costs = []
 
@@ -137,6 +140,15 @@ def _add_record(path, number, value, workloads, identities, hardware, builder) -
     builder.add(task_key=shash, canonical=canonical_trace_text(raw), raw=raw,
                 primitives=primitives, costs=costs, error=error, hardware=name, family=family,
                 target=target_text, source_format="metaschedule", source=path, line=number)
+
+
+def run_latency(run_secs) -> float | None:
+    """A MetaSchedule measurement's latency, in seconds: the median of its repeats; ``None``
+    when it failed (no repeats, or one of :data:`FAILED_AT_SECS` or more)."""
+    secs = [float(s) for s in run_secs] if run_secs else []
+    if not secs or max(secs) >= FAILED_AT_SECS:
+        return None
+    return float(np.median(secs))
 
 
 def describe_task(trace, args_info) -> dict:

@@ -1,5 +1,6 @@
 """Cost models: ranking boosters over joint features, and their on-disk form."""
+from ._config import ModelConfig, load_model_config
 from ._ranker import GBCostRanker, relevance_grades
 from ._saved import SavedModel
 
-__all__ = ["GBCostRanker", "SavedModel", "relevance_grades"]
+__all__ = ["GBCostRanker", "ModelConfig", "SavedModel", "load_model_config", "relevance_grades"]

@@ -160,8 +160,7 @@ class GroupGate:
             probe = GBCostRanker(n_estimators=self.probe_estimators,
                                  random_state=self.random_state).fit(X[rows], y[rows],
                                                                      groups=groups[rows])
-            gain = probe.booster_.feature_importance("gain")
-            T.append(group_importance(gain, self.groups_, self.names_))
+            T.append(group_importance(probe.feature_importances_, self.groups_, self.names_))
             H.append(descriptors[rows][0])
         self.attention_ = HardwareAttention(self.dim, self.temperature, self.l2, self.steps,
                                             random_state=self.random_state).fit(H, T)

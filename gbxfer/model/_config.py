@@ -1,7 +1,10 @@
-"""Model configs (``configs/model/*.yaml``): feature blocks and estimator parameters."""
+"""Model configs (``configs/model/*.yaml``): feature blocks, estimator parameters, attention
+gating and transfer settings, validated into a :class:`ModelConfig`."""
 from __future__ import annotations
 
+import dataclasses
 import inspect
+from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
@@ -10,11 +13,77 @@ from ..errors import GbxferError
 from ..features import BLOCKS
 from ._ranker import GBCostRanker
 
-DEFAULT = {"blocks": ["program", "workload", "hardware"], "params": {}}  # when a config omits
+FIELDS = ("blocks", "params", "attention", "transfer")
 
 
-def load_model_config(path=None) -> dict:
-    """Validate a model config (a path or a name in configs/model); ``None`` gives
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """What to train: feature blocks, :class:`GBCostRanker` parameters, optional attention
+    gating (:class:`GroupGate` parameters; needs the hardware block) and the transfer settings
+    (:class:`gbxfer.transfer.TransferConfig` fields) that go with it.
+
+    Examples
+    --------
+    >>> ModelConfig(params={"n_estimators": 50}).blocks
+    ('program', 'workload', 'hardware')
+    """
+
+    blocks: tuple = ("program", "workload", "hardware")
+    params: Mapping = dataclasses.field(default_factory=dict)
+    attention: Mapping = dataclasses.field(default_factory=dict)
+    transfer: Mapping = dataclasses.field(default_factory=dict)
+    source: str = ""  # the file it came from, for messages
+
+    def __post_init__(self):
+        where = f"{self.source}: " if self.source else ""
+        blocks = self.blocks
+        if isinstance(blocks, str) or not isinstance(blocks, (list, tuple)) or not blocks or any(
+                b not in BLOCKS for b in blocks):
+            raise GbxferError(f"{where}'blocks' must be a list drawn from {', '.join(BLOCKS)}")
+        object.__setattr__(self, "blocks", tuple(blocks))
+        for name in ("params", "attention", "transfer"):
+            if not isinstance(getattr(self, name), Mapping):
+                raise GbxferError(f"{where}'{name}' must be a mapping")
+            object.__setattr__(self, name, dict(getattr(self, name)))
+        allowed = set(inspect.signature(GBCostRanker).parameters)
+        bad = sorted(set(self.params) - allowed)
+        if bad:
+            raise GbxferError(f"{where}unknown parameter {bad[0]!r}; parameters: "
+                              f"{', '.join(sorted(allowed))}")
+        if self.attention and "hardware" not in self.blocks:
+            raise GbxferError(f"{where}attention gating needs the 'hardware' block")
+
+    @classmethod
+    def from_dict(cls, doc, source: str = "") -> "ModelConfig":
+        """A config from a mapping with some of ``blocks``, ``params``, ``attention``,
+        ``transfer``; anything else is an error naming ``source``."""
+        where = f"{source}: " if source else ""
+        if not isinstance(doc, Mapping):
+            raise GbxferError(f"{where}a model config is a mapping with 'blocks' and 'params'")
+        unknown = sorted(set(doc) - set(FIELDS))
+        if unknown:
+            raise GbxferError(f"{where}unknown field {unknown[0]!r} (fields: "
+                              f"{', '.join(FIELDS)})")
+        return cls(**{k: v for k, v in doc.items() if v is not None}, source=source)
+
+    def to_dict(self) -> dict:
+        """The YAML content of this config (what :meth:`from_dict` reads back)."""
+        return {"blocks": list(self.blocks), "params": dict(self.params),
+                "attention": dict(self.attention), "transfer": dict(self.transfer)}
+
+    def replace(self, **changes) -> "ModelConfig":
+        """A copy with ``changes`` (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+
+def as_model_config(config) -> ModelConfig:
+    """``config`` as a :class:`ModelConfig` (one, or a mapping of its fields)."""
+    return config if isinstance(config, ModelConfig) else ModelConfig.from_dict(
+        config, "model config")
+
+
+def load_model_config(path=None) -> ModelConfig:
+    """The model config at ``path``, or named ``path`` in configs/model; ``None`` gives
     ``configs/model/default.yaml``."""
     from ..profiles import find_config
 
@@ -23,25 +92,4 @@ def load_model_config(path=None) -> dict:
         doc = yaml.safe_load(Path(path).read_text()) or {}
     except yaml.YAMLError as exc:
         raise GbxferError(f"{path}: not valid YAML ({exc})") from None
-    if not isinstance(doc, dict):
-        raise GbxferError(f"{path}: a model config is a mapping with 'blocks' and 'params'")
-    unknown = sorted(set(doc) - {"blocks", "params", "transfer", "attention"})
-    if unknown:
-        raise GbxferError(f"{path}: unknown field {unknown[0]!r} (fields: blocks, params, "
-                          "transfer, attention)")
-    blocks = doc.get("blocks", DEFAULT["blocks"])
-    if not isinstance(blocks, list) or not blocks or any(b not in BLOCKS for b in blocks):
-        raise GbxferError(f"{path}: 'blocks' must be a list drawn from {', '.join(BLOCKS)}")
-    params = doc.get("params") or {}
-    allowed = set(inspect.signature(GBCostRanker).parameters)
-    bad = sorted(set(params) - allowed)
-    if bad:
-        raise GbxferError(f"{path}: unknown parameter {bad[0]!r}; parameters: "
-                          f"{', '.join(sorted(allowed))}")
-    attention = doc.get("attention") or {}
-    if not isinstance(attention, dict):
-        raise GbxferError(f"{path}: 'attention' must be a mapping of GroupGate parameters")
-    if attention and "hardware" not in blocks:
-        raise GbxferError(f"{path}: attention gating needs the 'hardware' block")
-    return {"blocks": blocks, "params": params, "transfer": doc.get("transfer") or {},
-            "attention": attention, "path": str(path)}
+    return ModelConfig.from_dict(doc, str(path))

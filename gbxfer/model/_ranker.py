@@ -4,7 +4,7 @@ estimator over LightGBM or XGBoost.
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 OBJECTIVES = {
@@ -19,8 +19,11 @@ def relevance_grades(y, levels: int) -> np.ndarray:
                    levels - 1).astype(int)
 
 
-class GBCostRanker(RegressorMixin, BaseEstimator):
+class GBCostRanker(BaseEstimator):
     """Ranks programs within groups (a task on one hardware profile): higher score = faster.
+
+    Not a regressor: its scores only order programs within a group, and :meth:`score` is
+    pairwise comparison accuracy, not R^2.
 
     Parameters
     ----------
@@ -40,6 +43,9 @@ class GBCostRanker(RegressorMixin, BaseEstimator):
     Attributes
     ----------
     booster_ : lightgbm.Booster or xgboost.Booster
+    feature_importances_ : ndarray of shape (n_features_in_,)
+        Total gain of each feature's splits over all trees (LightGBM's ``gain``, XGBoost's
+        ``total_gain``).
     n_features_in_ : int
     feature_names_in_ : ndarray of str (when X has column names)
 
@@ -175,8 +181,17 @@ class GBCostRanker(RegressorMixin, BaseEstimator):
         self.booster_.set_param({"nthread": self.n_jobs})
         return np.asarray(self.booster_.inplace_predict(X), dtype=float)  # no DMatrix copy
 
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        check_is_fitted(self, "booster_")
+        if self.backend == "lightgbm":
+            return np.asarray(self.booster_.feature_importance("gain"), dtype=float)
+        scores = self.booster_.get_score(importance_type="total_gain")
+        return np.array([scores.get(f"f{i}", 0.0) for i in range(self.n_features_in_)])
+
     def score(self, X, y, groups=None, sample_weight=None):
-        """Pairwise comparison accuracy of the predictions within groups (see gbxfer.metrics)."""
+        """Pairwise comparison accuracy (in [0, 1]) of the predictions within ``groups``, ``y``
+        being normalised throughput (see :func:`gbxfer.metrics.pairwise_accuracy`); not R^2."""
         from ..metrics import pairwise_accuracy
 
         groups = np.zeros(len(y), dtype=int) if groups is None else groups
@@ -197,4 +212,5 @@ class GBCostRanker(RegressorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
+        tags.target_tags.required = True  # fit needs y (what RegressorMixin used to say)
         return tags

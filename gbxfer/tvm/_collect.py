@@ -26,10 +26,11 @@ from tqdm.auto import tqdm
 
 from .._ingest import ingest
 from ..dataset import Dataset
+from ..formats._metaschedule import FAILED_RUN_SECS
 from ..profiles import HardwareProfile
 from ..workloads import Suite, Task
 from ._builder import local_builder
-from ._database import FAILED_COST, AppendOnlyDatabase, record_program_id
+from ._database import AppendOnlyDatabase, record_program_id
 from ._json import to_python
 from ._workloads import task_module
 
@@ -329,15 +330,15 @@ class Collector:
         for c in candidates:
             build = artifacts.get(c.program_id)
             if c.error:
-                costs, error = [FAILED_COST], c.error
+                costs, error = [FAILED_RUN_SECS], c.error
             elif build.error_msg is not None:
-                costs, error = [FAILED_COST], "build: " + build.error_msg
+                costs, error = [FAILED_RUN_SECS], "build: " + build.error_msg
             else:
                 result = results[c.program_id]
                 if result.error_msg is None:
                     costs, error = [float(s) for s in result.run_secs], ""
                 else:
-                    costs, error = [FAILED_COST], "run: " + result.error_msg
+                    costs, error = [FAILED_RUN_SECS], "run: " + result.error_msg
                     n_timeouts += "Timeout" in result.error_msg
             db.add(key, [c.record_trace, costs, target_json, args_json])
             self.stats["measured"] += 1

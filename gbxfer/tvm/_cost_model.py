@@ -19,7 +19,7 @@ from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 from ..dataset import BUNDLED
 from ..features import _program, _workload, hardware_descriptor
 from ..features._program import ProgramFeaturizer
-from ..formats._metaschedule import describe_task
+from ..formats._metaschedule import describe_task, run_latency
 from ..hardware import HardwareDescriptor
 from ..model import GBCostRanker, SavedModel
 from ._json import to_python
@@ -157,10 +157,10 @@ class GbxferCostModel(PyCostModel):
         start = time.perf_counter()
         key, X = self.features(context, candidates)
         for row, result in zip(X, results):
-            secs = [float(s) for s in result.run_secs] if result.run_secs else []
-            if result.error_msg is None and secs and max(secs) < 1e9:
+            latency = run_latency(result.run_secs)
+            if result.error_msg is None and latency is not None:
                 self.X.append(row)
-                self.costs.append(float(np.median(secs)))
+                self.costs.append(latency)
                 self.groups.append(key)
         if len(self.costs) >= self.min_samples:
             self._boost()

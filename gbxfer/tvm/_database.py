@@ -12,11 +12,8 @@ from pathlib import Path
 
 import orjson
 
+from ..formats._metaschedule import RECORD_FILE, WORKLOAD_FILE, run_latency
 from ..programs import canonical_json, canonical_trace_text, program_id
-
-WORKLOAD_FILE = "database_workload.json"
-RECORD_FILE = "database_tuning_record.json"
-FAILED_COST = 1e10  # what MetaSchedule writes for a failed build or run
 
 
 def _repair(path: Path) -> list[bytes]:
@@ -64,9 +61,8 @@ class AppendOnlyDatabase:
     def _note(self, task_key: str, record_json) -> str:
         pid = record_program_id(task_key, record_json)
         self.done.setdefault(task_key, set()).add(pid)
-        costs = sorted(record_json[1])
-        median = costs[len(costs) // 2] if costs and costs[-1] < FAILED_COST else float("inf")
-        self.latency.setdefault(task_key, {})[pid] = median
+        latency = run_latency(record_json[1])
+        self.latency.setdefault(task_key, {})[pid] = float("inf") if latency is None else latency
         return pid
 
     def _append(self, name: str, value) -> None:

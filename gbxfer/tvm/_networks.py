@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import GbxferError
+from ..formats._metaschedule import RECORD_FILE, WORKLOAD_FILE
 
 
 def resnet18(batch: int = 1, seed: int = 0):
@@ -112,10 +113,10 @@ def database_prefix(folder, n: int):
 
     folder = Path(folder)
     workloads = [ms.database.Workload.from_json(json.loads(line)) for line in
-                 (folder / "database_workload.json").read_text().splitlines() if line.strip()]
+                 (folder / WORKLOAD_FILE).read_text().splitlines() if line.strip()]
     database = ms.database.MemoryDatabase()
     workloads = [database.commit_workload(w.mod) for w in workloads]
-    lines = [line for line in (folder / "database_tuning_record.json").read_text().splitlines()
+    lines = [line for line in (folder / RECORD_FILE).read_text().splitlines()
              if line.strip()][:n]
     for line in lines:
         index, record = json.loads(line)

@@ -20,6 +20,7 @@ from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
 
+from ..formats._metaschedule import run_latency
 from ..profiles import HardwareProfile
 from ..workloads import Task
 from ._builder import local_builder
@@ -75,9 +76,9 @@ class CurveCallback(PyMeasureCallback):
     def apply(self, task_scheduler, task_id, measure_candidates, builder_results,
               runner_results) -> None:
         for build, run in zip(builder_results, runner_results):
-            secs = [float(s) for s in run.run_secs] if run.run_secs else []
-            if build.error_msg is None and run.error_msg is None and secs and max(secs) < 1e9:
-                self.best[task_id] = min(self.best[task_id], float(np.median(secs)))
+            latency = run_latency(run.run_secs)
+            if build.error_msg is None and run.error_msg is None and latency is not None:
+                self.best[task_id] = min(self.best[task_id], latency)
             else:
                 self.failures += 1
         self.trials += len(measure_candidates)

@@ -1,0 +1,45 @@
+"""Model configs: YAML files validated into a ModelConfig, each bad field named."""
+from __future__ import annotations
+
+import pytest
+
+from gbxfer import GbxferError, ModelConfig, load_model_config
+
+
+def test_shipped_configs_load_as_model_configs():
+    default = load_model_config()
+    assert isinstance(default, ModelConfig)
+    assert default.blocks == ("program", "workload", "hardware")
+    assert default.params["backend"] == "xgboost"
+    assert load_model_config("lambdarank").params["objective"] == "lambdarank"
+
+
+def test_a_config_round_trips_through_its_dict():
+    config = load_model_config("lambdarank").replace(attention={"steps": 10})
+    assert ModelConfig.from_dict(config.to_dict()) == config.replace(source="")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("blocks: [program]\nfoo: 1\n", "unknown field 'foo'"),
+    ("blocks: [vibes]\n", "'blocks' must be a list drawn from"),
+    ("blocks: program\n", "'blocks' must be a list drawn from"),
+    ("params: {n_trees: 5}\n", "unknown parameter 'n_trees'"),
+    ("params: [1, 2]\n", "'params' must be a mapping"),
+    ("blocks: [program]\nattention: {steps: 5}\n", "attention gating needs the 'hardware'"),
+    ("- a list\n", "a model config is a mapping"),
+    ("blocks: [program\n", "not valid YAML"),
+])
+def test_each_bad_field_is_named_with_the_file(tmp_path, text, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(GbxferError, match=message) as error:
+        load_model_config(path)
+    assert str(path) in str(error.value)
+
+
+def test_configs_are_immutable_and_replace_validates():
+    config = ModelConfig()
+    with pytest.raises(AttributeError):
+        config.blocks = ("program",)
+    with pytest.raises(GbxferError, match="unknown parameter"):
+        config.replace(params={"bogus": 1})
