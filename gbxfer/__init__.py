@@ -15,10 +15,9 @@ Examples
 >>> sorted(k for k in ("pca", "top1", "top5") if 0 <= report[k] <= 1)
 ['pca', 'top1', 'top5']
 """
-from ._ingest import ingest
 from ._version import __version__
-from .dataset import Dataset, load_bundled, load_dataset
 from .errors import GbxferError, InputError, SchemaVersionError
+from .records import Dataset, ingest, load_bundled, load_dataset
 from .splits import SplitSpec
 
 # the model layer loads scikit-learn and the boosters: imported on first use

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from .dataset import Dataset
+from .records.dataset import Dataset
 from .errors import GbxferError
 from .features import build
 

@@ -13,7 +13,7 @@ import logging
 import numpy as np
 import optuna
 
-from .dataset import Dataset
+from .records.dataset import Dataset
 from .errors import GbxferError
 from .features import build
 from .model import ModelConfig

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dataset import Dataset
+from .records.dataset import Dataset
 from .errors import GbxferError
 from .features import FeatureMatrix, build
 from .metrics import ranking_report

@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from .dataset import Dataset
+from .records.dataset import Dataset
 from .errors import GbxferError
 from .features import FeatureMatrix
 from .metrics import log_comb

@@ -26,10 +26,10 @@ import json, os, sys
 os.environ["TVM_NUM_THREADS"] = "1"
 from tvm.s_tir import meta_schedule as ms
 import tvm
-from gbxfer.profiles import load_profile
-from gbxfer.workloads import load_suite
-from gbxfer.profiles import find_config
-from gbxfer.tvm._workloads import task_module
+from gbxfer.hardware import load_profile
+from gbxfer.records.suite import load_suite
+from gbxfer.config_files import find_config
+from gbxfer.tvm._task_modules import task_module
 suite = load_suite(find_config("workloads", sys.argv[1])).select(sys.argv[2].split(","))
 profile = load_profile(sys.argv[3])
 n, work = int(sys.argv[4]), sys.argv[5]

@@ -44,11 +44,13 @@ def live(n_candidates):
     import tvm
     from tvm.s_tir import meta_schedule as ms
 
-    from gbxfer.profiles import find_config, load_profile
+    from gbxfer.config_files import find_config
+
+    from gbxfer.hardware import load_profile
     from gbxfer.tvm._collect import DesignSpace
     from gbxfer.tvm._json import to_python
-    from gbxfer.tvm._workloads import task_module
-    from gbxfer.workloads import load_suite
+    from gbxfer.tvm._task_modules import task_module
+    from gbxfer.records.suite import load_suite
 
     suite = load_suite(find_config("workloads", "networks")).select(
         ["dense_128_768_768", "conv2d_1_28_28_128_128_3_1_1", "depthwise_conv2d_1_56_56_144_3_1_1",

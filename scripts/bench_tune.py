@@ -38,10 +38,11 @@ from _results import RESULTS, markdown_table, print_table, stamp, write_results
 
 from gbxfer import load_dataset
 from gbxfer.model import load_model_config
-from gbxfer.profiles import find_config, load_profile
+from gbxfer.config_files import find_config
+from gbxfer.hardware import load_profile
 from gbxfer.training import train
 from gbxfer.tvm._networks import NETWORKS
-from gbxfer.workloads import load_suite
+from gbxfer.records.suite import load_suite
 
 TASKS = ("conv2d_1_28_28_128_128_3_1_1", "depthwise_conv2d_1_56_56_144_3_1_1",
          "dense_128_768_768", "batch_matmul_12_128_128_64")

@@ -14,7 +14,7 @@ import numpy as np
 from _results import print_table, write_results
 
 from gbxfer import load_dataset
-from gbxfer.profiles import load_profile
+from gbxfer.hardware import load_profile
 
 COMPUTE_BOUND = ("conv2d", "dense", "batch_matmul", "depthwise_conv2d")
 

@@ -13,7 +13,7 @@ import argparse
 import shutil
 
 from gbxfer import load_bundled
-from gbxfer.dataset import BUNDLED
+from gbxfer.records.dataset import BUNDLED
 from gbxfer.model import load_model_config
 from gbxfer.training import train
 

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from gbxfer import load_dataset
-from gbxfer.dataset import BUNDLED
+from gbxfer.records.dataset import BUNDLED
 
 LIMIT_MB = 30
 NOISE = Path(__file__).resolve().parent / "results" / "noise.json"

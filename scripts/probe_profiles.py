@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 from _results import print_table, write_results
 
-from gbxfer.probe import probe
+from gbxfer.hardware.probe import probe
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "hardware"
 ISA_OF_FAMILY = {"x86-avx512": "avx512", "x86-avx2": "avx2-fma", "x86-avx": "avx",

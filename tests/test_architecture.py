@@ -7,9 +7,9 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "gbxfer"
 # The pipeline, bottom up: a module may import its own layer and the ones below.
 LAYERS = [
-    ("errors", "_version"),
-    ("programs", "targets", "dataset", "formats", "_ingest", "workloads"),  # records
-    ("profiles", "hardware", "probe"),  # hardware
+    ("errors", "_version", "config_files"),
+    ("records",),
+    ("hardware",),
     ("splits", "metrics"),
     ("features",),
     ("model",),

@@ -166,8 +166,8 @@ def test_design_space_draws_are_deterministic_and_mutants_are_new_programs():
     from tvm.target import codegen
 
     from gbxfer.tvm._collect import DesignSpace
-    from gbxfer.tvm._workloads import task_module
-    from gbxfer.workloads import Task
+    from gbxfer.tvm._task_modules import task_module
+    from gbxfer.records.suite import Task
 
     mod = task_module(Task("dense", (("M", 16), ("N", 32), ("K", 16))))
     target = tvm.target.Target({"kind": "llvm", "mcpu": codegen.llvm_get_system_cpu(),

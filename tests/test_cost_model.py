@@ -14,8 +14,8 @@ def task():
     from tvm.target import codegen
 
     from gbxfer.tvm._collect import DesignSpace
-    from gbxfer.tvm._workloads import task_module
-    from gbxfer.workloads import Task
+    from gbxfer.tvm._task_modules import task_module
+    from gbxfer.records.suite import Task
 
     mod = task_module(Task("dense", (("M", 16), ("N", 64), ("K", 32))))
     target = tvm.target.Target({"kind": "llvm", "mcpu": codegen.llvm_get_system_cpu(),
@@ -64,7 +64,7 @@ def test_save_and_load_round_trip(task, tmp_path):
 def test_gated_model_scores_the_same_inside_tvm_and_out_before_and_after_an_update(task):
     """The adapter predicts through SavedModel.predict (gate, columns and booster together),
     and the online update keeps the gate."""
-    from gbxfer.dataset import load_bundled
+    from gbxfer.records.dataset import load_bundled
     from gbxfer.training import train
     from gbxfer.tvm import GbxferCostModel
 
@@ -190,8 +190,8 @@ def test_printed_gpu_traces_featurize_like_their_json():
     from gbxfer.features._program import ProgramFeaturizer
     from gbxfer.tvm._collect import DesignSpace
     from gbxfer.tvm._json import to_python
-    from gbxfer.tvm._workloads import task_module
-    from gbxfer.workloads import Task
+    from gbxfer.tvm._task_modules import task_module
+    from gbxfer.records.suite import Task
 
     mod = task_module(Task("dense", (("M", 16), ("N", 64), ("K", 32))))
     target = tvm.target.Target({"kind": "cuda", "arch": "sm_80", "max_threads_per_block": 1024,

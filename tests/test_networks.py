@@ -38,7 +38,7 @@ def test_resnet18_has_the_fused_tasks_of_resnet18():
 
 
 def test_network_tuned_then_compiled_from_a_database_prefix(tmp_path):
-    from gbxfer.profiles import load_profile
+    from gbxfer.hardware import load_profile
     from gbxfer.tvm._networks import (compile_network, database_prefix, extract_tasks,
                                       network_inputs, prepare, scheduled_functions,
                                       time_network)

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from gbxfer import GbxferError
-from gbxfer.profiles import load_profile
-from gbxfer.workloads import load_suite, operator_flops
+from gbxfer.hardware import load_profile
+from gbxfer.records.suite import load_suite, operator_flops
 
 from conftest import REPO
 

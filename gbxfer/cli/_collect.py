@@ -4,8 +4,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import GbxferError
-from ..profiles import find_config, load_profile
-from ..workloads import load_suite
+from ..config_files import find_config
+from ..hardware.profiles import load_profile
+from ..records.suite import load_suite
 from ._common import command_stamp, load_dataset_arg
 
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from .._version import __version__
-from ..dataset import BUNDLED, Dataset, load_dataset
+from ..records.dataset import BUNDLED, Dataset, load_dataset
 
 
 def existing_path(text: str) -> Path:

@@ -4,8 +4,8 @@ from __future__ import annotations
 import yaml
 
 from ..errors import GbxferError
-from ..hardware import describe_hardware
-from ..probe import ISAS, cpu_model, probe, supported_isas
+from ..hardware.descriptor import describe_hardware
+from ..hardware.probe import ISAS, cpu_model, probe, supported_isas
 
 
 def add_parser(verbs, common):

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import logging
 
-from .._ingest import ingest
-from ..targets import parse_hardware_option
+from ..records.ingest import ingest
+from ..records.targets import parse_hardware_option
 from ._common import command_stamp, existing_path
 
 log = logging.getLogger("gbxfer")

@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import GbxferError
-from ..profiles import find_config, load_profile
-from ..workloads import load_suite
+from ..config_files import find_config
+from ..hardware.profiles import load_profile
+from ..records.suite import load_suite
 from ._common import command_stamp
 
 log = logging.getLogger("gbxfer")

@@ -22,11 +22,11 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from ..dataset import Dataset
+from ..records.dataset import Dataset
 from ..errors import GbxferError
-from ..hardware import FIELDS as HARDWARE_FIELDS
-from ..hardware import HardwareDescriptor
-from ..profiles import load_profile
+from ..hardware.descriptor import FIELDS as HARDWARE_FIELDS
+from ..hardware.descriptor import HardwareDescriptor
+from ..hardware.profiles import load_profile
 from . import _program, _workload
 from ._program import ProgramFeaturizer
 

@@ -85,7 +85,7 @@ def as_model_config(config) -> ModelConfig:
 def load_model_config(path=None) -> ModelConfig:
     """The model config at ``path``, or named ``path`` in configs/model; ``None`` gives
     ``configs/model/default.yaml``."""
-    from ..profiles import find_config
+    from ..config_files import find_config
 
     path = find_config("model", "default" if path is None else str(path))
     try:

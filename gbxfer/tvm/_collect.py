@@ -24,15 +24,15 @@ from pathlib import Path
 import orjson
 from tqdm.auto import tqdm
 
-from .._ingest import ingest
-from ..dataset import Dataset
-from ..formats._metaschedule import FAILED_RUN_SECS
-from ..profiles import HardwareProfile
-from ..workloads import Suite, Task
+from ..records.ingest import ingest
+from ..records.dataset import Dataset
+from ..records.formats._metaschedule import FAILED_RUN_SECS
+from ..hardware.profiles import HardwareProfile
+from ..records.suite import Suite, Task
 from ._builder import local_builder
 from ._database import AppendOnlyDatabase, record_program_id
 from ._json import to_python
-from ._workloads import task_module
+from ._task_modules import task_module
 
 log = logging.getLogger("gbxfer")
 

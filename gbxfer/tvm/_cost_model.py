@@ -16,11 +16,11 @@ import numpy as np
 from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 
-from ..dataset import BUNDLED
+from ..records.dataset import BUNDLED
 from ..features import _program, _workload, hardware_descriptor
 from ..features._program import ProgramFeaturizer
-from ..formats._metaschedule import describe_task, run_latency
-from ..hardware import HardwareDescriptor
+from ..records.formats._metaschedule import describe_task, run_latency
+from ..hardware.descriptor import HardwareDescriptor
 from ..model import GBCostRanker, SavedModel
 from ._json import to_python
 
@@ -205,6 +205,6 @@ class GbxferCostModel(PyCostModel):
 
 
 def _hardware_fields():
-    from ..hardware import FIELDS
+    from ..hardware.descriptor import FIELDS
 
     return FIELDS

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import orjson
 
-from ..formats._metaschedule import RECORD_FILE, WORKLOAD_FILE, run_latency
-from ..programs import canonical_json, canonical_trace_text, program_id
+from ..records.formats._metaschedule import RECORD_FILE, WORKLOAD_FILE, run_latency
+from ..records.programs import canonical_json, canonical_trace_text, program_id
 
 
 def _repair(path: Path) -> list[bytes]:

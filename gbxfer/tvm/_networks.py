@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import GbxferError
-from ..formats._metaschedule import RECORD_FILE, WORKLOAD_FILE
+from ..records.formats._metaschedule import RECORD_FILE, WORKLOAD_FILE
 
 
 def resnet18(batch: int = 1, seed: int = 0):

@@ -20,13 +20,13 @@ from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
 
-from ..formats._metaschedule import run_latency
-from ..profiles import HardwareProfile
-from ..workloads import Task
+from ..records.formats._metaschedule import run_latency
+from ..hardware.profiles import HardwareProfile
+from ..records.suite import Task
 from ._builder import local_builder
 from ._collect import CollectPlan, make_runner
 from ._logging import metaschedule_logging
-from ._workloads import task_module
+from ._task_modules import task_module
 
 
 @derived_object

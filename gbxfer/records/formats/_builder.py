@@ -7,7 +7,7 @@ import statistics
 import pandas as pd
 
 from ..dataset import RECORD_COLUMNS, TASK_COLUMNS, Dataset
-from ..errors import InputError
+from ...errors import InputError
 from ..programs import program_id, record_id
 from ._lines import json_lines
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
+from ...errors import InputError
 from ..programs import canonical_json, canonical_trace_text, trace_primitives
 from ..targets import hardware_identity, parse_target, target_json
 from ._builder import RecordBuilder

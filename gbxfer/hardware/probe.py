@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .errors import GbxferError
+from ..errors import GbxferError
 
 # ISA name -> (compiler flags, vector bits, fused multiply-add, LLVM mcpu of that ISA level)
 ISAS = {

@@ -9,22 +9,16 @@ A profile file (``configs/hardware/NAME.yaml``)::
     threads: 1                    # TVM_NUM_THREADS of the measuring worker
     descriptor: {vector_bits: 256, fma: 1, ...}
 
-Profiles are looked up by path, then by name in ``./configs/hardware``, in the configs installed
-with gbxfer (``gbxfer/configs``) and in a source checkout's ``configs/``.
+Profiles are looked up by path, then by name (:func:`gbxfer.config_files.find_config`).
 """
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import yaml
 
-from .errors import GbxferError
-
-# configs/ of a source checkout, or the copy installed as gbxfer/configs
-PACKAGE_CONFIGS = [Path(__file__).resolve().parent / "configs",
-                   Path(__file__).resolve().parents[1] / "configs"]
-
+from ..config_files import find_config
+from ..errors import GbxferError
 
 @dataclasses.dataclass(frozen=True)
 class HardwareProfile:
@@ -35,25 +29,6 @@ class HardwareProfile:
     description: str = ""
     descriptor: dict = dataclasses.field(default_factory=dict)
     path: str = ""
-
-
-def config_dirs(kind: str) -> list[Path]:
-    """Folders searched for ``configs/<kind>/`` files, in order."""
-    dirs = [Path.cwd() / "configs" / kind, *(base / kind for base in PACKAGE_CONFIGS)]
-    return list(dict.fromkeys(d for d in dirs if d.is_dir()))
-
-
-def find_config(kind: str, name_or_path: str) -> Path:
-    """A YAML file given by path or by name (``configs/<kind>/<name>.yaml``)."""
-    path = Path(name_or_path)
-    if path.suffix in (".yaml", ".yml") and path.is_file():
-        return path
-    for folder in config_dirs(kind):
-        candidate = folder / f"{name_or_path}.yaml"
-        if candidate.is_file():
-            return candidate
-    known = sorted({p.stem for d in config_dirs(kind) for p in d.glob("*.yaml")})
-    raise GbxferError(f"no {kind} config {name_or_path!r}; known: {', '.join(known) or 'none'}")
 
 
 def load_profile(name_or_path: str) -> HardwareProfile:

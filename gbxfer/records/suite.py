@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from .errors import GbxferError
+from ..errors import GbxferError
 
 # op -> (shape parameters in order, defaults)
 OPERATORS: dict[str, tuple[tuple[str, ...], dict]] = {

@@ -10,7 +10,7 @@ import json
 import re
 from pathlib import Path
 
-from ..errors import InputError
+from ...errors import InputError
 from ..programs import ansor_primitives, canonical_json
 from ..targets import hardware_identity, parse_target, target_json
 from ._builder import RecordBuilder
@@ -32,7 +32,7 @@ def read_ansor_log(path: Path, builder: RecordBuilder, hardware=None, progress=N
     """Add every measurement of one Ansor/TenSet log file to ``builder``.
 
     ``hardware`` is ``(name, family or None)``; without it the identity comes from each line's
-    target (:func:`gbxfer.targets.hardware_identity`).
+    target (:func:`gbxfer.records.targets.hardware_identity`).
     """
     path = Path(path)
     identities: dict[str, tuple[str, str, str]] = {}

@@ -1,7 +1,7 @@
 """Suite tasks as TVM IRModules (tensor expressions from TVM's own workload library and TOPI)."""
 from __future__ import annotations
 
-from ..workloads import Task
+from ..records.suite import Task
 
 
 def task_module(task: Task):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 
-from ..errors import InputError
+from ...errors import InputError
 
 GZIP_MAGIC = b"\x1f\x8b"
 

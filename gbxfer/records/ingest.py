@@ -11,7 +11,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from .dataset import Dataset
-from .errors import GbxferError, InputError
+from ..errors import GbxferError, InputError
 from .formats import (RecordBuilder, is_ansor_log, is_metaschedule_database, read_ansor_log,
                       read_metaschedule_database)
 

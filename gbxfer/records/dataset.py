@@ -18,8 +18,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ._version import __version__
-from .errors import GbxferError, SchemaVersionError
+from .._version import __version__
+from ..errors import GbxferError, SchemaVersionError
 
 SCHEMA_VERSION = 1
 FORMAT_NAME = "gbxfer-dataset"
@@ -291,7 +291,7 @@ def _sum_counts(dicts) -> dict:
     return total
 
 
-BUNDLED = Path(__file__).resolve().parent / "data" / "bundled"
+BUNDLED = Path(__file__).resolve().parents[1] / "data" / "bundled"
 
 
 def load_bundled() -> Dataset:

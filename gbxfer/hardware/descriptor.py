@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-from .errors import GbxferError
-from .targets import hardware_identity, parse_target
+from ..errors import GbxferError
+from ..records.targets import hardware_identity, parse_target
 
 FIELDS = (
     "is_gpu",            # 1 for GPUs, 0 for CPUs
