@@ -11,7 +11,7 @@ sees that family) and each seed, the default model config is trained with and wi
 from __future__ import annotations
 
 from _results import print_table, write_results
-from bench_model import ci95, experiment
+from _bench import ci95, experiment
 
 from gbxfer import SplitSpec
 from gbxfer.model import load_model_config

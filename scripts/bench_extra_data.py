@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 from _results import print_table, write_results
-from bench_model import BASE, SHARED, experiment, mean_ci
+from _bench import BASE, SHARED, experiment, mean_ci
 
 from gbxfer import Dataset, SplitSpec, ingest
 from gbxfer.features import build

@@ -47,7 +47,7 @@ def live(n_candidates):
     from gbxfer.config_files import find_config
 
     from gbxfer.hardware import load_profile
-    from gbxfer.tvm._collect import DesignSpace
+    from gbxfer.tvm._design_space import DesignSpace
     from gbxfer.tvm._json import to_python
     from gbxfer.tvm._task_modules import task_module
     from gbxfer.records.suite import load_suite

@@ -21,49 +21,15 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 import numpy as np
+from _bench import BASE, SHARED, SPEED_SOURCES, ci95, speed_records
 from _results import RESULTS, print_table, write_results
 
-from gbxfer import Dataset, SplitSpec, ingest, load_dataset
+from gbxfer import SplitSpec, ingest, load_dataset
 from gbxfer.features import build
 from gbxfer.metrics import ranking_report
 from gbxfer.model import GBCostRanker, load_model_config
-
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-BASE = ["program", "workload", "hardware"]
-
-
-def ci95(values):
-    values = np.asarray(values, dtype=float)
-    if len(values) < 2:
-        return float(values.mean()), 0.0
-    from scipy.stats import t
-
-    return float(values.mean()), float(t.ppf(0.975, len(values) - 1) * values.std(ddof=1)
-                                       / np.sqrt(len(values)))
-
-
-def mean_ci(reports, metrics) -> dict:
-    """``{metric: mean, metric_ci: 95% half-width}`` over per-seed reports, rounded."""
-    out = {}
-    for metric in metrics:
-        out[metric], out[f"{metric}_ci"] = (round(v, 4) for v in
-                                            ci95([rep[metric] for rep in reports]))
-    return out
-
-
-def experiment(doc: str, seeds: int = 5):
-    """The head of the seeded experiment scripts: ``--dataset`` / ``--seeds`` parsed, the
-    dataset's valid records and their program + workload + hardware features."""
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
-    parser.add_argument("--dataset", default="bundled")
-    parser.add_argument("--seeds", type=int, default=seeds)
-    args = parser.parse_args()
-    dataset = load_dataset(args.dataset).filter(valid=True)
-    return args, dataset, build(dataset, BASE)
-
 
 def per_store_frame(dataset):
     if dataset.per_store is not None:
@@ -119,19 +85,6 @@ def run_models(dataset, split, seed, models, per_store):
         rep["seconds"] = time.perf_counter() - start
         out[name] = rep
     return out
-
-
-SPEED_SOURCES = (SHARED / "bennu-ansor", SHARED / "bennu-metaschedule-a100-resnet34")
-
-
-def speed_records(dataset, shared_sources=SPEED_SOURCES, seed=0, size=100_000):
-    """``size`` valid records resampled (with the seed) from ``dataset`` merged with the shared
-    third-party data, and how many distinct records they were drawn from."""
-    parts = [dataset] + [ingest([s]) for s in shared_sources if s.exists()]
-    merged = Dataset.concat(parts).filter(valid=True)
-    rows = np.random.default_rng(seed).choice(len(merged), size=size,
-                                              replace=len(merged) < size)
-    return merged.select(np.sort(rows)), len(merged)
 
 
 def speed(dataset, shared_sources, seed):

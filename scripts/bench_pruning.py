@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 from _results import RESULTS, print_table, write_results
-from bench_model import ci95, speed_records
+from _bench import ci95, speed_records
 
 from gbxfer import SplitSpec, load_dataset
 from gbxfer.model import load_model_config

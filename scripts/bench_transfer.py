@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 from _results import RESULTS, print_table, write_results
-from bench_model import ci95
+from _bench import ci95
 
 from gbxfer import Dataset, SplitSpec, ingest, load_dataset
 from gbxfer.features import build

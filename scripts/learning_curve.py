@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 from _results import RESULTS, print_table, write_results
-from bench_model import experiment, mean_ci
+from _bench import experiment, mean_ci
 
 from gbxfer import SplitSpec
 from gbxfer.metrics import ranking_report

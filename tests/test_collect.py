@@ -165,7 +165,7 @@ def test_replay_measures_the_same_programs_on_another_profile(configs, tmp_path)
 def test_design_space_draws_are_deterministic_and_mutants_are_new_programs():
     from tvm.target import codegen
 
-    from gbxfer.tvm._collect import DesignSpace
+    from gbxfer.tvm._design_space import DesignSpace
     from gbxfer.tvm._task_modules import task_module
     from gbxfer.records.suite import Task
 

@@ -13,7 +13,7 @@ def task():
     from tvm.s_tir import meta_schedule as ms
     from tvm.target import codegen
 
-    from gbxfer.tvm._collect import DesignSpace
+    from gbxfer.tvm._design_space import DesignSpace
     from gbxfer.tvm._task_modules import task_module
     from gbxfer.records.suite import Task
 
@@ -188,7 +188,7 @@ def test_printed_traces_featurize_like_their_json(task):
 def test_printed_gpu_traces_featurize_like_their_json():
     """GPU sketches print thread bindings and cooperative fetches: the text path reads them."""
     from gbxfer.features._program import ProgramFeaturizer
-    from gbxfer.tvm._collect import DesignSpace
+    from gbxfer.tvm._design_space import DesignSpace
     from gbxfer.tvm._json import to_python
     from gbxfer.tvm._task_modules import task_module
     from gbxfer.records.suite import Task
