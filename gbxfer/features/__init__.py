@@ -79,6 +79,25 @@ class FeatureMatrix:
         return FeatureMatrix(self.X[idx], self.columns, records)
 
 
+def block_columns(block: str, per_store_columns=()) -> list[str]:
+    """Column names of one block (``per_store``'s come from its table)."""
+    names = {"program": _program.COLUMNS, "workload": _workload.COLUMNS,
+             "hardware": HARDWARE_FIELDS}.get(block, per_store_columns)
+    return [f"{block}.{c}" for c in names]
+
+
+def stack_blocks(blocks, n: int, rows: dict) -> np.ndarray:
+    """The (n, total width) float32 matrix of ``blocks`` in order: ``rows[block]`` is an (n, k)
+    array, a (k,) row shared by all n records, or a function returning either (called only
+    for blocks asked for)."""
+    parts = []
+    for block in blocks:
+        part = rows[block]() if callable(rows[block]) else rows[block]
+        part = np.asarray(part, dtype=np.float32)
+        parts.append(np.broadcast_to(part, (n, len(part))) if part.ndim == 1 else part)
+    return np.hstack(parts) if parts else np.empty((n, 0), dtype=np.float32)
+
+
 def hardware_descriptor(name: str, family: str, target: str) -> HardwareDescriptor:
     """The descriptor of a record's hardware: its profile when one is known by that name
     (configs/hardware), else derived from the record's target."""
@@ -96,7 +115,7 @@ def program_block(records: pd.DataFrame, featurizer: ProgramFeaturizer | None = 
     first = records.drop_duplicates("program_id")
     rows = featurizer.transform(first["source_format"].tolist(), first["program"].tolist())
     index = pd.Index(first["program_id"]).get_indexer(records["program_id"])
-    return rows[index], [f"program.{c}" for c in _program.COLUMNS]
+    return rows[index], block_columns("program")
 
 
 def workload_block(records: pd.DataFrame, tasks: pd.DataFrame):
@@ -105,7 +124,7 @@ def workload_block(records: pd.DataFrame, tasks: pd.DataFrame):
     missing = np.full(len(_workload.COLUMNS), np.nan)
     X = np.stack([table.get(k, missing) for k in records["task_key"]]) if len(records) else \
         np.empty((0, len(_workload.COLUMNS)))
-    return X.astype(np.float32), [f"workload.{c}" for c in _workload.COLUMNS]
+    return X.astype(np.float32), block_columns("workload")
 
 
 def hardware_block(records: pd.DataFrame):
@@ -115,7 +134,7 @@ def hardware_block(records: pd.DataFrame):
              for row in keys.itertuples()}
     X = np.stack([table[h] for h in records["hardware"]]) if len(records) else \
         np.empty((0, len(HARDWARE_FIELDS)))
-    return X.astype(np.float32), [f"hardware.{c}" for c in HARDWARE_FIELDS]
+    return X.astype(np.float32), block_columns("hardware")
 
 
 def labels(records: pd.DataFrame) -> np.ndarray:
@@ -152,7 +171,7 @@ def build(dataset: Dataset, blocks=("program", "workload", "hardware"),
                                   "dataset has none: compute them with `gbxfer features "
                                   "DATASET --per-store` (needs gbxfer[tvm])")
             X = per_store.reindex(r["program_id"]).to_numpy(dtype=np.float32)
-            cols = [f"per_store.{c}" for c in per_store.columns]
+            cols = block_columns("per_store", per_store.columns)
         parts.append(np.asarray(X, dtype=np.float32))
         columns += cols
     meta = r[["record_id", "program_id", "task_key", "hardware", "hardware_family", "latency",

@@ -17,7 +17,7 @@ from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 
 from ..records.dataset import BUNDLED
-from ..features import _program, _workload, hardware_descriptor
+from ..features import _workload, block_columns, hardware_descriptor, stack_blocks
 from ..features._program import ProgramFeaturizer
 from ..records.formats._metaschedule import describe_task, run_latency
 from ..hardware.descriptor import HardwareDescriptor
@@ -26,6 +26,7 @@ from ._json import to_python
 
 log = logging.getLogger("gbxfer")
 PRETRAINED = BUNDLED.parent / "pretrained"
+COLD_BLOCKS = ("program", "workload", "hardware")  # the blocks of a cold start
 
 
 @derived_object
@@ -95,19 +96,10 @@ class GbxferCostModel(PyCostModel):
         program = self.featurizer.transform_printed(
             [str(c.sch.trace) for c in candidates],
             lambda i: to_python(candidates[i].sch.trace.as_json()))
-        blocks = self.current.blocks if self.current is not None else [
-            "program", "workload", "hardware"]
-        parts = []
-        for block in blocks:
-            if block == "program":
-                parts.append(program)
-            elif block == "workload":
-                parts.append(np.repeat(workload[None, :], len(candidates), 0))
-            elif block == "hardware":
-                parts.append(np.repeat(hw[None, :], len(candidates), 0))
-            else:
-                parts.append(self._per_store(context, candidates))
-        return key, np.hstack(parts).astype(np.float32)
+        blocks = self.current.blocks if self.current is not None else COLD_BLOCKS
+        return key, stack_blocks(blocks, len(candidates), {
+            "program": program, "workload": workload, "hardware": hw,
+            "per_store": lambda: self._per_store(context, candidates)})
 
     @staticmethod
     def _per_store(context, candidates):
@@ -122,9 +114,7 @@ class GbxferCostModel(PyCostModel):
     def columns(self) -> list[str]:
         if self.current is not None:
             return self.current.columns
-        return ([f"program.{c}" for c in _program.COLUMNS]
-                + [f"workload.{c}" for c in _workload.COLUMNS]
-                + [f"hardware.{c}" for c in _hardware_fields()])
+        return [c for block in COLD_BLOCKS for c in block_columns(block)]
 
     # --------------------------------------------------------------- PyCostModel
     def load(self, path: str) -> None:
@@ -203,8 +193,3 @@ class GbxferCostModel(PyCostModel):
         self.predict_seconds += time.perf_counter() - start
         return np.asarray(scores, dtype="float64") + 1e-6
 
-
-def _hardware_fields():
-    from ..hardware.descriptor import FIELDS
-
-    return FIELDS
