@@ -19,11 +19,22 @@ from .model._config import as_model_config
 from .splits import SplitSpec, paired_test_mask
 
 
-def training_mask(dataset: Dataset, split: SplitSpec | None) -> np.ndarray:
-    """Rows of ``dataset.records`` a model trains on: the valid ones outside ``split``'s test
-    part."""
-    mask = dataset.records["valid"].to_numpy(dtype=bool)
-    return mask & ~split.test_mask(dataset) if split is not None else mask
+def split_test_mask(dataset: Dataset, split: SplitSpec, among: np.ndarray) -> np.ndarray:
+    """``split``'s test mask over ``dataset.records``, the split applied to the rows ``among``
+    selects (the records a model may use: its checks — a held-out family present, every task
+    in a network — see only those); False elsewhere."""
+    test = np.zeros(len(among), dtype=bool)
+    test[np.flatnonzero(among)] = split.test_mask(dataset.select(among))
+    return test
+
+
+def training_mask(dataset: Dataset, split: SplitSpec | None, target: str | None = None):
+    """Rows of ``dataset.records`` a model trains on: the valid ones (of profile ``target``)
+    outside ``split``'s test part."""
+    mask = dataset.records["valid"].to_numpy(dtype=bool, copy=True)
+    if target is not None:
+        mask &= (dataset.records["hardware"] == target).to_numpy()
+    return mask & ~split_test_mask(dataset, split, mask) if split is not None else mask
 
 
 def training_part(dataset: Dataset, split: SplitSpec | None) -> Dataset:
@@ -49,12 +60,10 @@ def train(dataset: Dataset, config: ModelConfig | dict, split: SplitSpec | None 
     feature matrix of the whole ``dataset`` when the caller has it, saves building it again:
     only the labels depend on which records train."""
     config = as_model_config(config)
-    mask = training_mask(dataset, split)
-    if target is not None:
-        if target not in dataset.hardware:
-            raise GbxferError(f"no records of hardware {target!r}; hardware in the dataset: "
-                              f"{', '.join(dataset.hardware)}")
-        mask &= (dataset.records["hardware"] == target).to_numpy()
+    if target is not None and target not in dataset.hardware:
+        raise GbxferError(f"no records of hardware {target!r}; hardware in the dataset: "
+                          f"{', '.join(dataset.hardware)}")
+    mask = training_mask(dataset, split, target)
     if not mask.any():
         raise GbxferError("nothing to train on: the training part is empty")
     fm = features_of(dataset, config.blocks, mask, features)
@@ -82,7 +91,7 @@ def evaluation_mask(model: SavedModel, dataset: Dataset) -> tuple[np.ndarray, np
     paired = np.zeros(len(records), dtype=bool)
     if model.split:
         spec = SplitSpec.from_dict(model.split)
-        test = spec.test_mask(dataset)
+        test = split_test_mask(dataset, spec, valid)
         if spec.kind == "by-hardware":
             paired = paired_test_mask(dataset, test, among=valid)
         mask &= test
@@ -108,7 +117,7 @@ def evaluate(model: SavedModel, dataset: Dataset, hardware: str | None = None,
     """Ranking quality of ``model`` on the records of ``dataset`` it did not train on.
     ``features``: the feature matrix of the whole ``dataset``, when the caller has it."""
     if hardware is not None:
-        keep = (dataset.records["hardware"] == hardware).to_numpy()
+        keep = dataset.records["hardware"].isin(np.atleast_1d(hardware)).to_numpy()
         dataset = dataset.select(keep)
         features = features.select_rows(keep) if features is not None else None
     mask, paired = evaluation_mask(model, dataset)

@@ -94,16 +94,17 @@ def test_gated_model_scores_the_same_inside_tvm_and_out_before_and_after_an_upda
 def test_tune_tir_with_gbxfer_cost_model(task, tmp_path):
     from tvm.s_tir import meta_schedule as ms
 
-    from gbxfer.tvm import GbxferCostModel, local_builder
+    from gbxfer.tvm import GbxferCostModel, local_builder, metaschedule_logging
 
     context, _ = task
     model = GbxferCostModel(model=None, min_samples=8)
-    db = ms.tir_integration.tune_tir(
-        context.mod, context.target, str(tmp_path / "work"), max_trials_global=16,
-        num_trials_per_iter=8, builder=local_builder(),
-        runner=ms.runner.LocalRunner(evaluator_config=ms.runner.EvaluatorConfig(
-            number=1, repeat=1, min_repeat_ms=1)), cost_model=model, seed=1,
-        num_tuning_cores=1)
+    with metaschedule_logging():  # pytest's capture handlers sit on MetaSchedule's logger
+        db = ms.tir_integration.tune_tir(
+            context.mod, context.target, str(tmp_path / "work"), max_trials_global=16,
+            num_trials_per_iter=8, builder=local_builder(),
+            runner=ms.runner.LocalRunner(evaluator_config=ms.runner.EvaluatorConfig(
+                number=1, repeat=1, min_repeat_ms=1)), cost_model=model, seed=1,
+            num_tuning_cores=1)
     records = db.get_all_tuning_records()
     assert len(records) == 16
     assert len(model.costs) > 0  # update saw the measurements

@@ -51,6 +51,14 @@ def test_features_built_once_give_the_same_model_and_report(gpus, split):
         assert same(evaluate(a, ds, hw), evaluate(b, ds, hw, features=features))
 
 
+def test_a_split_is_applied_to_the_profile_trained_on(gpus):
+    """train(target=P) splits P's valid records: holding out a family P lacks is an error,
+    not a silent training on all of P."""
+    ds, _ = gpus
+    with pytest.raises(GbxferError, match="no records of hardware family 'cuda-sm_86'"):
+        train(ds, CONFIG, SplitSpec.parse("by-hardware:cuda-sm_86"), target="cuda-sm_80")
+
+
 def test_a_feature_matrix_of_other_records_is_refused(gpus):
     from gbxfer.features import build
 

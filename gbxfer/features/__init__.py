@@ -156,7 +156,7 @@ def build(dataset: Dataset, blocks=("program", "workload", "hardware"),
     if unknown:
         raise GbxferError(f"unknown feature block {unknown[0]!r}; blocks: {', '.join(BLOCKS)}")
     r = dataset.records
-    parts, columns = [], []
+    rows, columns = {}, []
     for block in blocks:
         if block == "program":
             X, cols = program_block(r)
@@ -172,7 +172,7 @@ def build(dataset: Dataset, blocks=("program", "workload", "hardware"),
                                   "DATASET --per-store` (needs gbxfer[tvm])")
             X = per_store.reindex(r["program_id"]).to_numpy(dtype=np.float32)
             cols = block_columns("per_store", per_store.columns)
-        parts.append(np.asarray(X, dtype=np.float32))
+        rows[block] = X
         columns += cols
     meta = r[["record_id", "program_id", "task_key", "hardware", "hardware_family", "latency",
               "valid"]].copy()
@@ -180,5 +180,4 @@ def build(dataset: Dataset, blocks=("program", "workload", "hardware"),
     meta["label"] = labels(r)
     weights = dict(zip(dataset.tasks["task_key"], dataset.tasks["weight"]))
     meta["weight"] = meta["task_key"].map(weights).fillna(1.0).to_numpy()
-    X = np.hstack(parts) if parts else np.empty((len(r), 0), dtype=np.float32)
-    return FeatureMatrix(X, columns, meta.reset_index(drop=True))
+    return FeatureMatrix(stack_blocks(blocks, len(r), rows), columns, meta.reset_index(drop=True))
