@@ -57,20 +57,17 @@ def write_results(name: str, rows: list[dict], **extra) -> dict:
 
 
 def print_table(rows: list[dict], columns: list[str] | None = None) -> None:
+    """The rows as a text table (floats to 4 significant digits), printed by pandas."""
+    import pandas as pd
+
     columns = columns or list(dict.fromkeys(k for row in rows for k in row))
-
-    def cell(v):
-        return f"{v:.4g}" if isinstance(v, float) else str(v)
-
-    widths = [max([len(c)] + [len(cell(r.get(c, ""))) for r in rows]) for c in columns]
-    print("  ".join(c.ljust(w) for c, w in zip(columns, widths)))
-    print("  ".join("-" * w for w in widths))
-    for r in rows:
-        print("  ".join(cell(r.get(c, "")).ljust(w) for c, w in zip(columns, widths)))
+    frame = pd.DataFrame([{c: r.get(c, "") for c in columns} for r in rows], columns=columns)
+    print(frame.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
 
 
 def markdown_table(rows: list[dict], columns: list[str] | None = None) -> str:
-    """The rows as a Markdown table (floats to 4 significant digits)."""
+    """The rows as a Markdown table (floats to 4 significant digits); written here because
+    pandas' ``to_markdown`` needs the tabulate package."""
     columns = columns or list(dict.fromkeys(k for row in rows for k in row))
 
     def cell(v):
