@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
+import warnings
 
 import numpy as np
 import optuna
+from optuna.trial import TrialState
 
 from .records.dataset import Dataset
 from .errors import GbxferError
@@ -44,19 +47,101 @@ def transfer_space(trial: optuna.Trial) -> dict:
     return space
 
 
+HEARTBEAT_SECS = 5  # a worker's running trial says it is alive this often
+GRACE_SECS = 20  # ... and is taken for killed after this long without a word
+POLL_SECS = 2.0
+FINISHED = (TrialState.COMPLETE,)
+TAKEN = (TrialState.COMPLETE, TrialState.RUNNING, TrialState.WAITING)
+
+
+class TrialSeededSampler(optuna.samplers.BaseSampler):
+    """Optuna's TPE sampler, seeded per trial from ``(seed, trial number)``.
+
+    The storage numbers trials uniquely, so workers sharing a study never draw the same
+    parameters (each process seeding its own TPE with ``seed`` would make them replay each
+    other, and a resumed study replay its first trials), while one worker with one seed draws
+    the same trials every run.
+    """
+
+    def __init__(self, seed: int = 0):
+        self.seed = seed
+        self._number, self._tpe = None, None
+
+    def _sampler(self, trial) -> optuna.samplers.TPESampler:
+        if trial.number != self._number:
+            state = np.random.SeedSequence([self.seed, trial.number]).generate_state(1)[0]
+            self._number, self._tpe = trial.number, optuna.samplers.TPESampler(seed=int(state))
+        return self._tpe
+
+    def infer_relative_search_space(self, study, trial):
+        return self._sampler(trial).infer_relative_search_space(study, trial)
+
+    def sample_relative(self, study, trial, search_space):
+        return self._sampler(trial).sample_relative(study, trial, search_space)
+
+    def sample_independent(self, study, trial, param_name, param_distribution):
+        return self._sampler(trial).sample_independent(study, trial, param_name,
+                                                       param_distribution)
+
+    def before_trial(self, study, trial) -> None:
+        self._sampler(trial).before_trial(study, trial)
+
+    def after_trial(self, study, trial, state, values) -> None:
+        self._sampler(trial).after_trial(study, trial, state, values)
+
+
+def study_storage(url: str | None):
+    """The storage of ``url`` (None: in memory, for one process): a database with Optuna's
+    heartbeat, so that a trial whose worker was killed is failed after :data:`GRACE_SECS` and
+    run again with its parameters."""
+    if url is None:
+        return optuna.storages.InMemoryStorage()
+    engine = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else None
+    with warnings.catch_warnings():  # heartbeats are "experimental" in Optuna
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        retry = getattr(optuna.storages, "RetryHeartbeatStaleTrialCallback", None)
+        callback = ({"heartbeat_stale_trial_callback": retry(max_retry=3)} if retry else
+                    {"failed_trial_callback": optuna.storages.RetryFailedTrialCallback(3)})
+        return optuna.storages.RDBStorage(url, engine_kwargs=engine,
+                                          heartbeat_interval=HEARTBEAT_SECS,
+                                          grace_period=GRACE_SECS, **callback)
+
+
+def open_study(name: str, storage: str | None, seed: int) -> optuna.Study:
+    return optuna.create_study(study_name=name, storage=study_storage(storage),
+                               direction="maximize", load_if_exists=True,
+                               sampler=TrialSeededSampler(seed))
+
+
 def _run(study: optuna.Study, objective, n_trials: int) -> optuna.Study:
-    done = len([t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE])
-    if n_trials > done:
-        study.optimize(objective, n_trials=n_trials - done)
-    if not any(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials):
+    """Run trials until the storage holds ``n_trials`` finished ones, whatever other workers
+    do: a trial starts only while fewer than ``n_trials`` are finished, running or queued with
+    a lower number (numbers are the storage's order, so concurrent workers agree on who is
+    over budget); a worker with nothing to start waits for the others' trials to finish or,
+    if their worker died, to go stale and be queued again."""
+    def within_budget(trial):
+        ahead = [t for t in study.get_trials(deepcopy=False, states=TAKEN)
+                 if t.number < trial.number]
+        if len(ahead) >= n_trials:
+            raise optuna.TrialPruned("the budget is taken by other trials")
+        return objective(trial)
+
+    while True:
+        with warnings.catch_warnings():  # a no-op on storages without heartbeat
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            optuna.storages.fail_stale_trials(study)
+        trials = study.get_trials(deepcopy=False)
+        if sum(t.state in FINISHED for t in trials) >= n_trials:
+            break
+        if sum(t.state in TAKEN for t in trials) >= n_trials and not any(
+                t.state == TrialState.WAITING for t in trials):  # a queued one is run next
+            time.sleep(POLL_SECS)
+            continue
+        study.optimize(within_budget, n_trials=1, catch=())
+    if not any(t.state == TrialState.COMPLETE for t in study.trials):
         raise GbxferError(f"no trial of study {study.study_name!r} finished with a score (too "
                           "few shots or groups to cross-validate?)")
     return study
-
-
-def open_study(name: str, storage: str, seed: int) -> optuna.Study:
-    return optuna.create_study(study_name=name, storage=storage, direction="maximize",
-                               load_if_exists=True, sampler=optuna.samplers.TPESampler(seed=seed))
 
 
 def study_model(dataset: Dataset, config: ModelConfig, n_trials: int, name: str, storage: str,
@@ -136,7 +221,7 @@ def study_transfer(model, source: Dataset, target: Dataset, shots, n_trials: int
         default = TransferConfig()
         study.enqueue_trial({key: getattr(default, key) for key in (
             "mode", "target_weight", "temperature", "source_fraction", "extra_rounds",
-            "learning_rate")})
+            "learning_rate")}, skip_if_exists=True)
     return _run(study, objective, n_trials)
 
 

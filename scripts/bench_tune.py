@@ -60,7 +60,7 @@ def source_data(target_family: str):
 def pretrained_gbxfer(source, folder: Path):
     from gbxfer.model import SavedModel
 
-    if not (folder / "model.json").exists():
+    if not (folder / "manifest.json").exists():
         train(source, load_model_config(), seed=0).save(folder)
     return SavedModel.load(folder)
 

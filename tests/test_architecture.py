@@ -7,7 +7,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "gbxfer"
 # The pipeline, bottom up: a module may import its own layer and the ones below.
 LAYERS = [
-    ("errors", "_version", "config_files"),
+    ("errors", "_version", "config_files", "manifests"),
     ("records",),
     ("hardware",),
     ("splits", "metrics"),

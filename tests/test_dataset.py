@@ -44,7 +44,7 @@ def test_other_schema_version_names_both_versions(ansor_a100_dataset, tmp_path):
     manifest = json.loads((path / "manifest.json").read_text())
     manifest["schema_version"] = 99
     (path / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(SchemaVersionError, match="schema version 99.*schema version 1"):
+    with pytest.raises(SchemaVersionError, match="schema version 99.*version 2"):
         Dataset.load(path)
 
 

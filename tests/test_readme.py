@@ -13,7 +13,7 @@ def test_the_python_section_runs(tmp_path, monkeypatch, capsys):
     code = re.search(r"```python\n(.*?)```", after, re.S).group(1)
     monkeypatch.chdir(tmp_path)
     exec(compile(code, f"{README}:python", "exec"), {})
-    assert (tmp_path / "my-model" / "model.json").is_file()
+    assert (tmp_path / "my-model" / "manifest.json").is_file()
     printed = capsys.readouterr().out.splitlines()
     pca, top1, random_top1 = map(float, printed[0].split())
     assert 0.5 < pca <= 1 and random_top1 < top1 <= 1

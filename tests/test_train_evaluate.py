@@ -7,7 +7,7 @@ import pytest
 
 from gbxfer import GbxferError, SplitSpec, ingest
 from gbxfer.cli import main
-from gbxfer.model import SavedModel
+from gbxfer.model import SavedModel, load_models
 from gbxfer.training import evaluate, evaluation_part, train
 
 CONFIG = {"blocks": ["program", "workload", "hardware"], "params": {"n_estimators": 30}}
@@ -113,7 +113,7 @@ def test_per_target_models(gpus, tmp_path, capsys):
     model = tmp_path / "per"
     assert main(["train", str(path), "--out", str(model), "--per-target", "--holdout",
                  "within-task", "--test-fraction", "0.3", "-q"]) == 0
-    assert (model / "cuda-sm_80" / "model.json").exists()
+    assert set(load_models(model)) == {"cuda-sm_80", "cuda-sm_86"}
     assert main(["evaluate", str(model), str(path), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert set(report["by_hardware"]) == {"cuda-sm_80", "cuda-sm_86"}

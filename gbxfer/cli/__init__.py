@@ -48,6 +48,12 @@ def main(argv=None) -> int:
     except BrokenPipeError:  # output piped into `head` and the like: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except OSError as error:  # an output that cannot be written (read-only, full, no access)
+        if args.verbose:  # -v: the traceback, to tell a bug from a bad path
+            raise
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"gbxfer {args.verb}: error: {where}{error.strerror or error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

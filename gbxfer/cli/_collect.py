@@ -1,13 +1,12 @@
 """``gbxfer collect``: measure programs of a workload suite on hardware profiles (needs TVM)."""
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..errors import GbxferError
 from ..config_files import find_config
 from ..hardware.profiles import load_profile
 from ..records.suite import load_suite
-from ._common import command_stamp, load_dataset_arg
+from ._common import (command_stamp, input_path, load_dataset_arg, non_negative_int,
+                      output_folder, positive_float, positive_int, share)
 
 
 def add_parser(verbs, common):
@@ -22,27 +21,30 @@ def add_parser(verbs, common):
     p.add_argument("--suite", required=True, help="suite name (configs/workloads) or YAML path")
     p.add_argument("--hardware", required=True, metavar="PROFILE[,PROFILE...]",
                    help="hardware profile names (configs/hardware) or YAML paths")
-    p.add_argument("--programs", type=int, metavar="N",
+    p.add_argument("--programs", type=positive_int, metavar="N",
                    help="distinct programs per task to sample (not with --replay-from)")
-    p.add_argument("--replay-from", metavar="DATASET",
+    p.add_argument("--replay-from", type=input_path, metavar="DATASET",
                    help="measure exactly the programs of this dataset (another profile's) on "
                         "these profiles: paired data; a program whose trace does not apply or "
                         "build here is recorded as a failure")
-    p.add_argument("--out", required=True, type=Path, metavar="DIR")
+    p.add_argument("--out", required=True, type=output_folder, metavar="DIR")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--evolutionary-share", type=float, default=0.25, metavar="F",
-                   help="share of the N programs made by mutating the best random programs "
-                        "measured on the first profile (a short evolutionary step, so that "
-                        "good programs are present); the rest have uniformly random decisions")
+    p.add_argument("--evolutionary-share", type=share, default=0.25, metavar="F",
+                   help="0 <= F < 1: share of the N programs made by mutating the best random "
+                        "programs measured on the first profile (a short evolutionary step, so "
+                        "that good programs are present); the rest have uniformly random "
+                        "decisions")
     p.add_argument("--tasks", metavar="NAME[,NAME...]",
                    help="only these tasks of the suite (names as in `gbxfer suite show`)")
-    p.add_argument("--batch-size", type=int, default=16, help="programs built per batch")
-    p.add_argument("--repeats", type=int, default=3, help="timed repeats per program")
-    p.add_argument("--min-repeat-ms", type=int, default=40,
+    p.add_argument("--batch-size", type=positive_int, default=16,
+                   help="programs built per batch")
+    p.add_argument("--repeats", type=positive_int, default=3, help="timed repeats per program")
+    p.add_argument("--min-repeat-ms", type=non_negative_int, default=40,
                    help="each repeat runs the kernel for at least this long")
-    p.add_argument("--build-workers", type=int, default=1,
+    p.add_argument("--build-workers", type=positive_int, default=1,
                    help="parallel build processes (1 leaves a core free on a 2-core machine)")
-    p.add_argument("--run-timeout", type=float, default=20.0, help="seconds per program run")
+    p.add_argument("--run-timeout", type=positive_float, default=20.0,
+                   help="seconds per program run")
     p.add_argument("--rpc-tracker", metavar="HOST:PORT",
                    help="measure on devices registered with this TVM RPC tracker")
     p.add_argument("--rpc-key", metavar="KEY", help="device key at the RPC tracker")
@@ -60,10 +62,6 @@ def run(args) -> int:
     profiles = [load_profile(name) for name in args.hardware.split(",")]
     if (args.programs is None) == (args.replay_from is None):
         raise GbxferError("give either --programs N or --replay-from DATASET")
-    if args.programs is not None and args.programs <= 0:
-        raise GbxferError("--programs must be positive")
-    if not 0.0 <= args.evolutionary_share < 1.0:
-        raise GbxferError("--evolutionary-share must be in [0, 1)")
     replay = load_dataset_arg(args.replay_from) if args.replay_from else None
     if bool(args.rpc_tracker) != bool(args.rpc_key):
         raise GbxferError("--rpc-tracker and --rpc-key go together")

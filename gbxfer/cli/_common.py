@@ -3,18 +3,20 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import math
 import platform
 import shlex
 import sys
 from pathlib import Path
 
 from .._version import __version__
+from ..errors import GbxferError
 from ..records.dataset import BUNDLED, Dataset, load_dataset
 
 
 def existing_path(text: str) -> Path:
     """A file or folder that exists; ``bundled`` names the bundled dataset's folder."""
-    path = Path(text)
+    path = input_path(text)
     if text == "bundled" and not path.exists():
         return BUNDLED
     if not path.exists():
@@ -22,9 +24,132 @@ def existing_path(text: str) -> Path:
     return path
 
 
+# argparse ``type=`` functions: each raises ArgumentTypeError, which argparse prints as one
+# line naming the option; anything else raised there would escape main() as a traceback.
+
+def _integer(text: str, domain: str, ok) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {domain}, got {text!r}") from None
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"expected {domain}, got {text!r}")
+    return value
+
+
+def _number(text: str, domain: str, ok) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and ok(value)):
+        raise argparse.ArgumentTypeError(f"expected {domain}, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1."""
+    return _integer(text, "an integer >= 1", lambda v: v >= 1)
+
+
+def non_negative_int(text: str) -> int:
+    """An integer >= 0."""
+    return _integer(text, "an integer >= 0", lambda v: v >= 0)
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0."""
+    return _number(text, "a number > 0", lambda v: v > 0)
+
+
+def fraction(text: str) -> float:
+    """A number strictly between 0 and 1."""
+    return _number(text, "a fraction 0 < F < 1", lambda v: 0 < v < 1)
+
+
+def keep_fraction(text: str) -> float:
+    """A number in (0, 1]: 1 keeps everything."""
+    return _number(text, "a fraction 0 < F <= 1", lambda v: 0 < v <= 1)
+
+
+def share(text: str) -> float:
+    """A number in [0, 1)."""
+    return _number(text, "a share 0 <= F < 1", lambda v: 0 <= v < 1)
+
+
+def shots_option(text: str) -> int | float:
+    """``--shots``: an integer K >= 1 (programs per task x hardware group, returned as int)
+    or a fraction 0 < F < 1 of the valid target records (returned as float). A number written
+    with a point or an exponent is a fraction, so ``1.0`` and ``2.0`` are rejected rather than
+    read as "all" or as K."""
+    try:
+        value = int(text)
+    except ValueError:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if 0.0 < value < 1.0:  # False for nan
+            return value
+    else:
+        if value >= 1:
+            return value
+    raise argparse.ArgumentTypeError(
+        f"expected an integer K >= 1 or a fraction 0 < F < 1, got {text!r}")
+
+
+SHOTS_HELP = ("an integer K >= 1: K programs of every task x hardware group of the target; or "
+              "a fraction 0 < F < 1 (written with a point, e.g. 0.1): that share of the "
+              "target's valid records; 0, negatives, 1.0 and non-integers above 1 are errors")
+
+
+def input_path(text: str) -> Path:
+    """A MODEL or DATASET argument: never empty (``Path("")`` would be the current folder)."""
+    if not text:
+        raise argparse.ArgumentTypeError("expected a path, got an empty string")
+    return Path(text)
+
+
+def _check_parents(path: Path, text: str) -> None:
+    """The nearest existing ancestor of ``path`` must be a folder (missing ones are created
+    when writing, as ``mkdir -p`` does)."""
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise argparse.ArgumentTypeError(f"{text}: {parent} is not a folder")
+            return
+
+
+def output_folder(text: str) -> Path:
+    """A folder to write (a model or a dataset): not an existing file; missing parent folders
+    are created."""
+    path = input_path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: exists and is not a folder")
+    _check_parents(path, text)
+    return path
+
+
+def output_file(text: str) -> Path:
+    """A file to write: not an existing folder; missing parent folders are created, as for
+    output folders."""
+    path = input_path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: is a folder; expected a file name")
+    _check_parents(path, text)
+    return path
+
+
 def load_dataset_arg(text: str) -> Dataset:
     """A DATASET argument: a dataset folder, or ``bundled`` for the dataset gbxfer ships."""
     return load_dataset(text)
+
+
+def require_hardware(dataset: Dataset, name: str, where: str = "the dataset") -> None:
+    """Raise unless ``dataset`` holds records of hardware profile ``name`` (``--hardware``)."""
+    if name not in dataset.hardware:
+        raise GbxferError(f"--hardware {name!r}: no records of this profile in {where}; its "
+                          f"profiles: {', '.join(dataset.hardware) or '-'}")
 
 
 def command_stamp() -> dict:

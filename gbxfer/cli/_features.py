@@ -1,6 +1,7 @@
 """``gbxfer features``: compute a dataset's per-store features, or export its feature matrix."""
 from __future__ import annotations
 
+import argparse
 import logging
 from pathlib import Path
 
@@ -8,7 +9,7 @@ import pandas as pd
 
 from ..errors import GbxferError
 from ..features import BLOCKS, build
-from ._common import command_stamp, load_dataset_arg
+from ._common import command_stamp, input_path, load_dataset_arg, output_file
 
 log = logging.getLogger("gbxfer")
 
@@ -21,14 +22,24 @@ def add_parser(verbs, common):
                     "dataset folder, so that models using the per_store block need no TVM "
                     "later. With --out: write the feature matrix of the given blocks (one row "
                     "per record, with record_id, group, latency and label) as Parquet or CSV.")
-    p.add_argument("dataset", metavar="DATASET")
+    p.add_argument("dataset", type=input_path, metavar="DATASET")
     p.add_argument("--per-store", action="store_true",
                    help="compute and store per-store features in DATASET (a folder)")
-    p.add_argument("--blocks", default="program,workload,hardware",
+    p.add_argument("--blocks", type=block_list, default="program,workload,hardware",
                    help=f"comma-separated blocks for --out, of: {', '.join(BLOCKS)}")
-    p.add_argument("--out", type=Path, metavar="FILE.parquet|FILE.csv",
-                   help="write the feature matrix here")
+    p.add_argument("--out", type=output_file, metavar="FILE.parquet|FILE.csv",
+                   help="write the feature matrix here (missing parent folders are created)")
     p.set_defaults(run=run)
+
+
+def block_list(text: str) -> list[str]:
+    """``--blocks``: one or more comma-separated feature block names."""
+    blocks = [b.strip() for b in text.split(",") if b.strip()]
+    unknown = [b for b in blocks if b not in BLOCKS]
+    if not blocks or unknown:
+        raise argparse.ArgumentTypeError(f"expected comma-separated blocks of "
+                                         f"{', '.join(BLOCKS)}, got {text!r}")
+    return blocks
 
 
 def run(args) -> int:
@@ -53,7 +64,7 @@ def run(args) -> int:
         log.info("%s: per-store features of %d programs (%d missing: IR or trace does not "
                  "load in this TVM)", args.dataset, len(table), missing)
     if args.out is not None:
-        fm = build(dataset, [b.strip() for b in args.blocks.split(",") if b.strip()])
+        fm = build(dataset, args.blocks)
         frame = pd.concat([fm.records[["record_id", "program_id", "task_key", "hardware",
                                        "group", "latency", "label"]],
                            pd.DataFrame(fm.X, columns=fm.columns)], axis=1)

@@ -6,6 +6,7 @@ import yaml
 from ..errors import GbxferError
 from ..hardware.descriptor import describe_hardware
 from ..hardware.probe import ISAS, cpu_model, probe, supported_isas
+from ._common import positive_int
 
 
 def add_parser(verbs, common):
@@ -20,7 +21,7 @@ def add_parser(verbs, common):
                                     "on an idle machine.")
     pr.add_argument("--isa", choices=list(ISAS),
                     help="only this ISA (default: every ISA this CPU executes)")
-    pr.add_argument("--threads", type=int, action="append",
+    pr.add_argument("--threads", type=positive_int, action="append",
                     help="thread count (repeatable; default: 1 and every core)")
     pr.add_argument("--mcpu", help="LLVM mcpu for the target (default: the ISA's generic CPU)")
     pr.set_defaults(run=run_probe)

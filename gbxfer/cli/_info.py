@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import json
 
-from ._common import format_table, load_dataset_arg
+from ._common import format_table, input_path, load_dataset_arg
 
 
 def add_parser(verbs, common):
     p = verbs.add_parser("info", parents=[common], help="counts and latency ranges of a dataset",
                          description="Lines read, records, valid/failed, tasks and latency "
                                      "ranges by hardware x task.")
-    p.add_argument("dataset", metavar="DATASET", help="dataset folder")
+    p.add_argument("dataset", type=input_path, metavar="DATASET", help="dataset folder")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
 

@@ -1,11 +1,13 @@
 """``gbxfer ingest``: read measurements into a dataset."""
 from __future__ import annotations
 
+import argparse
 import logging
 
+from ..errors import GbxferError
 from ..records.ingest import ingest
 from ..records.targets import parse_hardware_option
-from ._common import command_stamp, existing_path
+from ._common import command_stamp, existing_path, output_folder
 
 log = logging.getLogger("gbxfer")
 
@@ -19,8 +21,9 @@ def add_parser(verbs, common):
                     "one dataset. Duplicate records (same program and hardware) merge their "
                     "repeats. OUT is replaced atomically; to add to it, pass it as a SOURCE too.")
     p.add_argument("sources", nargs="+", metavar="SOURCE", type=existing_path)
-    p.add_argument("--out", required=True, metavar="DATASET", help="dataset folder to write")
-    p.add_argument("--hardware", metavar="NAME[:FAMILY]",
+    p.add_argument("--out", required=True, type=output_folder, metavar="DATASET",
+                   help="dataset folder to write")
+    p.add_argument("--hardware", type=hardware_option, metavar="NAME[:FAMILY]",
                    help="hardware profile of every record read (default: derived from each "
                         "record's target, e.g. cuda-sm_80, llvm-znver4-2c)")
     p.add_argument("--skip-bad", action="store_true",
@@ -28,9 +31,16 @@ def add_parser(verbs, common):
     p.set_defaults(run=run)
 
 
+def hardware_option(text: str) -> tuple[str, str | None]:
+    """``--hardware NAME[:FAMILY]`` as ``(name, family or None)``."""
+    try:
+        return parse_hardware_option(text)
+    except (ValueError, GbxferError) as exc:  # argparse prints ArgumentTypeError on one line
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def run(args) -> int:
-    hardware = parse_hardware_option(args.hardware) if args.hardware else None
-    dataset = ingest(args.sources, hardware=hardware, skip_bad=args.skip_bad,
+    dataset = ingest(args.sources, hardware=args.hardware, skip_bad=args.skip_bad,
                      progress=not args.quiet)
     skipped = dataset.manifest.get("skipped", {})
     if skipped:

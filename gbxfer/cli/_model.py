@@ -3,18 +3,18 @@ from __future__ import annotations
 
 import json
 import logging
-from pathlib import Path
 
 import numpy as np
 
 from ..errors import GbxferError
-from ..model import SavedModel, load_model_config
+from ..model import load_model_config, load_models, save_models
+from ..model._saved import member_folder
 from ..splits import SplitSpec
 from ..training import evaluate, evaluation_mask, evaluation_report, score, train
-from ._common import command_stamp, format_table, load_dataset_arg
+from ._common import (command_stamp, format_table, fraction, input_path, load_dataset_arg,
+                      output_file, output_folder, positive_int, require_hardware)
 
 log = logging.getLogger("gbxfer")
-PER_TARGET_INDEX = "per-target.json"
 
 
 def add_parser(verbs, common):
@@ -25,14 +25,16 @@ def add_parser(verbs, common):
                     "model per profile (--per-target, under MODEL/<profile>). With --holdout "
                     "the split's test part is left out; the split and the training record ids "
                     "are stored in the model, so that `gbxfer evaluate` scores only the rest.")
-    p.add_argument("dataset", metavar="DATASET", help="dataset folder, or 'bundled'")
+    p.add_argument("dataset", type=input_path, metavar="DATASET",
+                   help="dataset folder, or 'bundled'")
     p.add_argument("--target", default="all", metavar="PROFILE|all")
     p.add_argument("--per-target", action="store_true")
-    p.add_argument("--out", required=True, type=Path, metavar="MODEL")
+    p.add_argument("--out", required=True, type=output_folder, metavar="MODEL")
     p.add_argument("--config", help="model config (configs/model/NAME.yaml or a path)")
     p.add_argument("--holdout", metavar="SPLIT",
                    help="within-task | by-task | by-network | by-hardware:FAMILY")
-    p.add_argument("--test-fraction", type=float, default=0.2)
+    p.add_argument("--test-fraction", type=fraction, default=0.2, metavar="F",
+                   help="0 < F < 1: expected test share of --holdout (default: 0.2)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(run=run_train)
 
@@ -41,8 +43,8 @@ def add_parser(verbs, common):
         description="Score a model on the records it did not train on (and, when it carries a "
                     "split, only on that split's test part of DATASET): PCA, top-1, top-5, "
                     "a-peak@5 and the random baseline, overall, per hardware and per task.")
-    p.add_argument("model", type=Path, metavar="MODEL")
-    p.add_argument("dataset", metavar="DATASET")
+    p.add_argument("model", type=input_path, metavar="MODEL")
+    p.add_argument("dataset", type=input_path, metavar="DATASET")
     p.add_argument("--hardware", metavar="NAME", help="only this hardware profile")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run_evaluate)
@@ -50,25 +52,20 @@ def add_parser(verbs, common):
     p = verbs.add_parser("predict", parents=[common], help="score records with a model",
                          description="Write program_id, hardware, score (higher = faster) for "
                                      "every valid record of DATASET to a CSV file.")
-    p.add_argument("model", type=Path, metavar="MODEL")
-    p.add_argument("dataset", metavar="DATASET")
-    p.add_argument("--out", required=True, type=Path, metavar="FILE.csv")
+    p.add_argument("model", type=input_path, metavar="MODEL")
+    p.add_argument("dataset", type=input_path, metavar="DATASET")
+    p.add_argument("--out", required=True, type=output_file, metavar="FILE.csv",
+                   help="the CSV file to write (missing parent folders are created)")
     p.set_defaults(run=run_predict)
 
     p = verbs.add_parser("explain", parents=[common], help="feature importance of a model",
                          description="Gain importance by feature block and by feature; also "
-                                     "writes a bar chart next to the model (importance.png).")
-    p.add_argument("model", type=Path, metavar="MODEL")
-    p.add_argument("--top", type=int, default=20)
+                                     "writes a bar chart into the model folder "
+                                     "(importance.png; one per profile of a per-target model).")
+    p.add_argument("model", type=input_path, metavar="MODEL")
+    p.add_argument("--top", type=positive_int, default=20, metavar="N",
+                   help="features listed and plotted (default: 20)")
     p.set_defaults(run=run_explain)
-
-
-def load_models(path: Path) -> dict:
-    """``{profile: SavedModel}`` for a per-target folder, ``{None: SavedModel}`` otherwise."""
-    index = path / PER_TARGET_INDEX
-    if index.exists():
-        return {hw: SavedModel.load(path / sub) for hw, sub in json.loads(index.read_text()).items()}
-    return {None: SavedModel.load(path)}
 
 
 def run_train(args) -> int:
@@ -77,14 +74,12 @@ def run_train(args) -> int:
     split = SplitSpec.parse(args.holdout, args.test_fraction, args.seed) if args.holdout else None
     stamp = command_stamp()
     if args.per_target:
-        index = {}
+        models = {}
         for hw in dataset.hardware:
-            model = train(dataset, config, split, target=hw, seed=args.seed)
-            model.extra["command"] = stamp
-            model.save(args.out / hw)
-            index[hw] = hw
-            log.info("%s: trained on %d records", hw, len(model.train_record_ids))
-        (args.out / PER_TARGET_INDEX).write_text(json.dumps(index, indent=1))
+            models[hw] = train(dataset, config, split, target=hw, seed=args.seed)
+            models[hw].extra["command"] = stamp
+            log.info("%s: trained on %d records", hw, len(models[hw].train_record_ids))
+        save_models(args.out, models)
     else:
         target = None if args.target == "all" else args.target
         model = train(dataset, config, split, target=target, seed=args.seed)
@@ -131,9 +126,25 @@ METRICS = ["pca", "top1", "top5", "apeak5", "random_top1", "random_top5", "n_gro
            "n_records"]
 
 
+def warn_unseen_hardware(models: dict, evaluated: list[str]) -> None:
+    """Warn when a joint model is scored only on hardware profiles it did not train on: a
+    legitimate zero-shot measurement, but not the model's accuracy on its own hardware."""
+    model = models.get(None)
+    if model is None or not model.hardware or set(model.hardware) & set(evaluated):
+        return
+    log.warning("the model was trained on %s and the evaluated data holds %s: these scores "
+                "measure a transfer without adaptation (zero-shot), not accuracy on the "
+                "training hardware",
+                ", ".join(model.hardware), ", ".join(evaluated) or "-")
+
+
 def run_evaluate(args) -> int:
     dataset = load_dataset_arg(args.dataset)
-    report = _evaluate_all(load_models(args.model), dataset, args.hardware)
+    if args.hardware is not None:
+        require_hardware(dataset, args.hardware)
+    models = load_models(args.model)
+    warn_unseen_hardware(models, dataset.hardware if args.hardware is None else [args.hardware])
+    report = _evaluate_all(models, dataset, args.hardware)
     if args.json:
         print(json.dumps(report, indent=1, default=float))
         return 0
@@ -171,6 +182,7 @@ def run_predict(args) -> int:
     if not frames:
         raise GbxferError("no record of the dataset can be scored by this model")
     out = pd.concat(frames, ignore_index=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)  # as for every --out of gbxfer
     out.to_csv(args.out, index=False)
     log.info("wrote %d scores to %s", len(out), args.out)
     return 0
@@ -202,7 +214,8 @@ def run_explain(args) -> int:
         ax.set_xlabel("share of total gain")
         ax.set_title(title)
         fig.tight_layout()
-        png = (args.model / (hw or "") / "importance.png")
+        png = args.model / ("importance.png" if hw is None else
+                            f"importance-{member_folder(hw)}.png")
         fig.savefig(png, dpi=120)
         plt.close(fig)
         log.info("wrote %s", png)

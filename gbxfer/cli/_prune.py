@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 from ..pruning import METHODS, prune
-from ._common import command_stamp, load_dataset_arg
+from ._common import command_stamp, input_path, keep_fraction, load_dataset_arg, output_folder
 
 log = logging.getLogger("gbxfer")
 
@@ -17,11 +16,12 @@ def add_parser(verbs, common):
                     "'coreset' keeps the fastest programs and then covers the group in feature "
                     "space (k-center greedy); 'random' draws uniformly. Deterministic given "
                     "--seed.")
-    p.add_argument("dataset", metavar="DATASET")
-    p.add_argument("--keep", type=float, required=True, metavar="FRACTION")
+    p.add_argument("dataset", type=input_path, metavar="DATASET")
+    p.add_argument("--keep", type=keep_fraction, required=True, metavar="FRACTION",
+                   help="0 < FRACTION <= 1 of every group's valid records")
     p.add_argument("--method", choices=METHODS, default="coreset")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", required=True, type=Path, metavar="DATASET2")
+    p.add_argument("--out", required=True, type=output_folder, metavar="DATASET2")
     p.set_defaults(run=run)
 
 

@@ -1,7 +1,9 @@
 """``gbxfer study``: Optuna studies over model or transfer hyper-parameters."""
 from __future__ import annotations
 
+import argparse
 import logging
+import re
 from pathlib import Path
 
 import yaml
@@ -9,9 +11,46 @@ import yaml
 from ..errors import GbxferError
 from ..model import SavedModel, load_model_config
 from ..splits import SplitSpec
-from ._common import load_dataset_arg
+from ._common import (SHOTS_HELP, fraction, input_path, load_dataset_arg, output_file,
+                      positive_int, require_hardware, shots_option)
 
 log = logging.getLogger("gbxfer")
+# the databases Optuna supports, as SQLAlchemy URLs BACKEND[+DRIVER]://...
+STORAGE_URL = re.compile(r"(sqlite|postgresql|mysql)(\+\w+)?://(?P<rest>.*)")
+
+
+def storage_url(text: str) -> str:
+    """``--storage``: a database URL of a backend Optuna supports (SQLite, PostgreSQL, MySQL);
+    a SQLite file's folder must exist."""
+    match = STORAGE_URL.fullmatch(text)
+    if not match:
+        raise argparse.ArgumentTypeError(
+            "expected a database URL sqlite:///FILE.db, postgresql://USER@HOST/DB or "
+            f"mysql://USER@HOST/DB, got {text!r}")
+    if text.startswith("sqlite"):  # sqlite:///relative.db, sqlite:////absolute.db
+        database = match["rest"].partition("?")[0][1:]
+        folder = Path(database).parent
+        if database not in ("", ":memory:") and not folder.is_dir():
+            raise argparse.ArgumentTypeError(f"{text}: no such folder {folder}")
+    return text
+
+
+def check_storage(url: str) -> None:
+    """Open the Optuna storage once before any work: a database that cannot be opened (no
+    driver installed, no server, no permission, not a database) is then one error line, not a
+    traceback after the features are built."""
+    import optuna
+
+    try:
+        storage = optuna.storages.RDBStorage(url)
+    except Exception as exc:  # ImportError (no driver), SQLAlchemy's errors, ValueError (port)
+        # Optuna's ImportError names no module; its cause does ("No module named 'psycopg'")
+        cause = f" ({exc.__cause__})" if isinstance(exc, ImportError) and exc.__cause__ else ""
+        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        shown = re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)  # no password on screen
+        raise GbxferError(f"--storage {shown}: cannot open the Optuna storage: "
+                          f"{detail}{cause}") from exc
+    storage.engine.dispose()
 
 
 def add_parser(verbs, common):
@@ -23,24 +62,28 @@ def add_parser(verbs, common):
                     "may work on one study (same --storage and --study-name). The best "
                     "parameters are written to --export as a model config.")
     p.add_argument("kind", choices=["model", "transfer"])
-    p.add_argument("dataset", metavar="DATASET",
+    p.add_argument("dataset", type=input_path, metavar="DATASET",
                    help="model: the training data; transfer: the target data")
-    p.add_argument("--model", type=Path, help="transfer: the source model")
-    p.add_argument("--shots", type=int, default=8, help="transfer: shots per task")
+    p.add_argument("--model", type=input_path, help="transfer: the source model")
+    p.add_argument("--shots", type=shots_option, default=8, metavar="K|FRACTION",
+                   help=f"transfer: {SHOTS_HELP} (default: 8)")
     p.add_argument("--hardware", help="transfer: the target profile (default: the profiles "
                                       "the model did not train on)")
     p.add_argument("--holdout", metavar="SPLIT")
-    p.add_argument("--test-fraction", type=float, default=0.2)
+    p.add_argument("--test-fraction", type=fraction, default=0.2, metavar="F",
+                   help="0 < F < 1: expected test share of --holdout (default: 0.2)")
     p.add_argument("--config", help="base model config")
-    p.add_argument("--trials", type=int, default=20, help="finished trials to reach")
-    p.add_argument("--storage", default="sqlite:///gbxfer-study.db",
-                   help="Optuna storage URL (sqlite:///file.db, postgresql://...)")
+    p.add_argument("--trials", type=positive_int, default=20,
+                   help="finished trials to reach (default: 20)")
+    p.add_argument("--storage", type=storage_url, default="sqlite:///gbxfer-study.db",
+                   help="Optuna storage URL: sqlite:///file.db, postgresql://..., mysql://... "
+                        "(default: sqlite:///gbxfer-study.db)")
     p.add_argument("--study-name", default="gbxfer")
     p.add_argument("--metric", choices=["top1", "top5", "pca", "apeak5"],
                    help="what the study maximises (default: top1 for a model study, pca for a "
                         "transfer study)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--export", type=Path, metavar="YAML",
+    p.add_argument("--export", type=output_file, metavar="YAML",
                    help="write the best parameters as a model config")
     p.set_defaults(run=run)
 
@@ -53,20 +96,26 @@ def run(args) -> int:
 
     if args.quiet:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
+    if args.kind == "transfer" and args.model is None:
+        raise GbxferError("a transfer study needs --model (the source model)")
     data = load_dataset_arg(args.dataset)
     base = load_model_config(args.config)
     split = SplitSpec.parse(args.holdout, args.test_fraction, args.seed) if args.holdout \
         else None
+    check_storage(args.storage)
     if args.kind == "model":
         args.metric = args.metric or "top1"
         study = study_model(data, base, args.trials, args.study_name, args.storage, split,
                             seed=args.seed, metric=args.metric)
     else:
-        if args.model is None:
-            raise GbxferError("a transfer study needs --model (the source model)")
         model = SavedModel.load(args.model)
-        target = data.filter(hardware=[args.hardware] if args.hardware else
+        if args.hardware is not None:
+            require_hardware(data, args.hardware)
+        target = data.filter(hardware=[args.hardware] if args.hardware is not None else
                              [h for h in data.hardware if h not in model.hardware])
+        if len(target) == 0:
+            raise GbxferError("no target records: every profile of DATASET was in the model's "
+                              "training data (choose one with --hardware)")
         shots = draw_shots(target, args.shots, args.seed, split)
         args.metric = args.metric or "pca"
         study = study_transfer(model, data, target, shots, args.trials, args.study_name,

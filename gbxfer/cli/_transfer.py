@@ -2,22 +2,15 @@
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 from ..errors import GbxferError
 from ..model import SavedModel, load_model_config
 from ..splits import SplitSpec
 from ..transfer import TransferConfig, draw_shots, transfer
-from ._common import command_stamp, load_dataset_arg
+from ._common import (SHOTS_HELP, command_stamp, fraction, input_path, load_dataset_arg,
+                      non_negative_int, output_folder, require_hardware, shots_option)
 
 log = logging.getLogger("gbxfer")
-
-
-def _shots(text: str):
-    value = float(text)
-    if value <= 0:
-        raise GbxferError("--shots must be positive")
-    return int(value) if value.is_integer() and "." not in text else value
 
 
 def add_parser(verbs, common):
@@ -28,25 +21,27 @@ def add_parser(verbs, common):
                     "target (--shots K), or a fraction of the target set (--shots 0.1). With "
                     "--holdout the shots come only from the training part, and `gbxfer "
                     "evaluate MODEL2 TARGET_DATASET` scores only what the transfer did not see.")
-    p.add_argument("model", type=Path, metavar="MODEL")
-    p.add_argument("--target-data", required=True, metavar="DATASET")
-    p.add_argument("--source-data", metavar="DATASET",
+    p.add_argument("model", type=input_path, metavar="MODEL")
+    p.add_argument("--target-data", required=True, type=input_path, metavar="DATASET")
+    p.add_argument("--source-data", type=input_path, metavar="DATASET",
                    help="the source records (default: those of the model's hardware in the "
                         "target dataset, as in the bundled one)")
     p.add_argument("--hardware", metavar="NAME",
                    help="the target profile within --target-data (default: every profile the "
                         "model did not train on)")
-    p.add_argument("--shots", required=True, type=_shots, metavar="K|FRACTION")
+    p.add_argument("--shots", required=True, type=shots_option, metavar="K|FRACTION",
+                   help=SHOTS_HELP)
     p.add_argument("--holdout", metavar="SPLIT", help="e.g. within-task")
-    p.add_argument("--test-fraction", type=float, default=0.5)
+    p.add_argument("--test-fraction", type=fraction, default=0.5, metavar="F",
+                   help="0 < F < 1: expected test share of --holdout (default: 0.5)")
     p.add_argument("--config", help="model config whose 'transfer' section sets the "
                                     "hyper-parameters (e.g. one exported by gbxfer study)")
-    p.add_argument("--tune", type=int, default=0, metavar="TRIALS",
+    p.add_argument("--tune", type=non_negative_int, default=0, metavar="TRIALS",
                    help="choose the settings by an Optuna study of this many trials that "
                         "cross-validates inside the shots (never the evaluation data); "
-                        "--config then gives only the model's base")
+                        "--config then gives only the model's base (default: 0, no study)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", required=True, type=Path, metavar="MODEL2")
+    p.add_argument("--out", required=True, type=output_folder, metavar="MODEL2")
     p.set_defaults(run=run)
 
 
@@ -54,7 +49,8 @@ def run(args) -> int:
     model = SavedModel.load(args.model)
     data = load_dataset_arg(args.target_data)
     source = load_dataset_arg(args.source_data) if args.source_data else data
-    if args.hardware:
+    if args.hardware is not None:
+        require_hardware(data, args.hardware, "--target-data")
         target = data.filter(hardware=args.hardware)
     else:
         target = data.filter(hardware=[h for h in data.hardware if h not in model.hardware])

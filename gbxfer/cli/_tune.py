@@ -1,6 +1,7 @@
 """``gbxfer tune``: tune suite tasks with MetaSchedule and a cost model (needs TVM)."""
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 from pathlib import Path
@@ -11,7 +12,7 @@ from ..errors import GbxferError
 from ..config_files import find_config
 from ..hardware.profiles import load_profile
 from ..records.suite import load_suite
-from ._common import command_stamp
+from ._common import command_stamp, non_negative_int, output_folder, positive_int
 
 log = logging.getLogger("gbxfer")
 
@@ -31,7 +32,7 @@ def add_parser(verbs, common):
                     "gbxfer[tvm].")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--suite", help="suite name (configs/workloads) or YAML path")
-    source.add_argument("--relax", metavar="NETWORK|FILE.py:FUNCTION",
+    source.add_argument("--relax", type=relax_option, metavar="NETWORK|FILE.py:FUNCTION",
                         help="a Relax network: resnet18 (built in), or a function of a Python "
                              "file that returns the IRModule")
     which = p.add_mutually_exclusive_group()
@@ -44,16 +45,28 @@ def add_parser(verbs, common):
     p.add_argument("--cost-model", choices=("gbxfer", "xgb", "random"), default="gbxfer")
     p.add_argument("--model", default="pretrained", metavar="MODEL",
                    help="gbxfer model folder, 'pretrained' (shipped) or 'none' (cold start)")
-    p.add_argument("--trials", type=int, required=True, metavar="N", help="measurements in all")
-    p.add_argument("--trials-per-iter", type=int, default=16)
-    p.add_argument("--out", required=True, type=Path, metavar="DIR")
+    p.add_argument("--trials", type=positive_int, required=True, metavar="N",
+                   help="measurements in all")
+    p.add_argument("--trials-per-iter", type=positive_int, default=16, metavar="N",
+                   help="measurements per search round (default: 16)")
+    p.add_argument("--out", required=True, type=output_folder, metavar="DIR")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--population", type=int, default=512,
+    p.add_argument("--population", type=positive_int, default=512,
                    help="evolutionary search population per round (MetaSchedule's default)")
-    p.add_argument("--repeats", type=int, default=3, help="timed repeats per program")
-    p.add_argument("--min-repeat-ms", type=int, default=40,
+    p.add_argument("--repeats", type=positive_int, default=3, help="timed repeats per program")
+    p.add_argument("--min-repeat-ms", type=non_negative_int, default=40,
                    help="each repeat runs the kernel for at least this long")
     p.set_defaults(run=run)
+
+
+def relax_option(text: str) -> str:
+    """``--relax``: a built-in network's name, or ``FILE.py:FUNCTION``; which names exist and
+    whether the file does is checked when it is loaded."""
+    path, colon, function = text.rpartition(":")
+    if not text or colon and not (path.endswith(".py") and function):
+        raise argparse.ArgumentTypeError(f"expected a network name or FILE.py:FUNCTION, "
+                                         f"got {text!r}")
+    return text
 
 
 def run(args) -> int:
@@ -61,8 +74,6 @@ def run(args) -> int:
         from ..tvm._tune import tune
     except ImportError as exc:
         raise GbxferError(f"gbxfer tune needs TVM: pip install 'gbxfer[tvm]' ({exc})") from None
-    if args.trials <= 0:
-        raise GbxferError("--trials must be positive")
     if args.relax and (args.tasks or args.network):
         raise GbxferError("--tasks and --network choose among a suite's tasks, not --relax's")
     profile = load_profile(args.hardware)

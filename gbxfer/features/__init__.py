@@ -155,6 +155,7 @@ def build(dataset: Dataset, blocks=("program", "workload", "hardware"),
     unknown = [b for b in blocks if b not in BLOCKS]
     if unknown:
         raise GbxferError(f"unknown feature block {unknown[0]!r}; blocks: {', '.join(BLOCKS)}")
+    dataset.validate()  # labels from out-of-domain latencies would train without complaint
     r = dataset.records
     rows, columns = {}, []
     for block in blocks:

@@ -1,27 +1,49 @@
-"""A trained cost model on disk: the booster in its native format plus JSON metadata.
+"""Trained cost models on disk: one folder, one manifest, switched atomically.
 
-``MODEL/`` holds ``booster.txt`` (LightGBM text) or ``booster.json`` (XGBoost JSON) and
-``model.json``: the estimator's parameters, the feature schema (blocks and column names), the
-hardware profiles seen, the split spec, the training record ids, and library versions. Loading
-never unpickles anything; loading against features with another schema fails naming the
-difference.
+``MODEL/manifest.json`` names every file with its SHA-256 and lists the models the folder holds:
+one (``hardware: null``) or one per hardware profile (``gbxfer train --per-target``). Each model
+is a sub-folder of the version folder ``v-<token>/`` holding the booster in its library's native
+format (``booster.txt``, LightGBM text; ``booster.json``, XGBoost JSON) and ``model.json``: the
+estimator's parameters, the feature schema (column names), the hardware profiles seen, the split
+spec, the training record ids, the gate and library versions. A per-profile sub-folder is named
+by a slug of the profile plus a hash of it: names from data are never used as paths.
+
+Saving writes a whole new version folder, then switches the manifest (:mod:`gbxfer.manifests`):
+a save killed at any moment leaves the old model or the new one, whole. Loading verifies every
+checksum before a booster file reaches its library, and never unpickles anything; predicting
+with features of another schema fails naming the difference.
 """
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
-import os
+import re
 from pathlib import Path
 
 import numpy as np
 
 from .._version import __version__
-from ..errors import GbxferError, SchemaVersionError
+from ..errors import GbxferError
+from ..manifests import (file_entry, new_token, prepare_folder, read_json, read_manifest,
+                         switch_manifest, verify_files)
 from ._attention import GroupGate
 from ._ranker import GBCostRanker
 
-MODEL_SCHEMA_VERSION = 1
+FORMAT_NAME = "gbxfer-model"
+MODEL_SCHEMA_VERSION = 2
+BOOSTER_FILES = {"lightgbm": "booster.txt", "xgboost": "booster.json"}
+_DEBRIS = re.compile(r"v-[0-9a-f]{12}")  # version folders no manifest names (killed saves)
+_KNOWN = {"format", "schema_version", "booster_file", "params", "objective", "n_features",
+          "columns", "hardware", "split", "train_record_ids", "versions", "gate"}
 
+
+def member_folder(hardware: str | None) -> str:
+    """The sub-folder of a model: ``model``, or a slug of its profile plus a short hash."""
+    if hardware is None:
+        return "model"
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", hardware).strip(".-")[:40] or "profile"
+    return f"{slug}-{hashlib.sha256(hardware.encode()).hexdigest()[:8]}"
 
 @dataclasses.dataclass
 class SavedModel:
@@ -52,22 +74,30 @@ class SavedModel:
                           + (detail or "same columns in another order"))
 
     def save(self, path) -> Path:
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        booster_file = "booster.txt" if self.ranker.backend == "lightgbm" else "booster.json"
-        stem, suffix = booster_file.split(".")
-        tmp = path / f".{stem}.tmp.{suffix}"  # XGBoost picks its format from the suffix
-        self.ranker.booster_.save_model(str(tmp))
-        os.replace(tmp, path / booster_file)
-        for other in ("booster.txt", "booster.json"):  # a previous model of the other backend
-            if other != booster_file and (path / other).exists():
-                (path / other).unlink()
+        """Write this model as the only one in folder ``path`` (see the module docstring)."""
+        return save_models(path, {None: self})
+
+    @classmethod
+    def load(cls, path) -> "SavedModel":
+        """Load the model of a folder holding one model (not per-target models: see
+        :func:`load_models`)."""
+        models = load_models(path)
+        if list(models) != [None]:
+            raise GbxferError(f"{path}: holds one model per hardware profile "
+                              f"({', '.join(models)}), where one model is expected")
+        return models[None]
+
+    def _write(self, folder: Path) -> list[str]:
+        """Write the booster and ``model.json`` into new folder ``folder``; their names."""
         import lightgbm
         import sklearn
         import xgboost
 
+        folder.mkdir(parents=True)
+        booster_file = BOOSTER_FILES[self.ranker.backend]
+        self.ranker.booster_.save_model(str(folder / booster_file))
         meta = {
-            "format": "gbxfer-model", "schema_version": MODEL_SCHEMA_VERSION,
+            "format": FORMAT_NAME, "schema_version": MODEL_SCHEMA_VERSION,
             "booster_file": booster_file, "params": self.ranker.get_params(),
             "objective": self.ranker.objective_, "n_features": int(self.ranker.n_features_in_),
             "columns": list(self.columns), "hardware": list(self.hardware),
@@ -77,42 +107,30 @@ class SavedModel:
                          "xgboost": xgboost.__version__, "scikit-learn": sklearn.__version__},
             **self.extra,
         }
-        tmp = path / ".model.json.tmp"
-        tmp.write_text(json.dumps(meta, indent=1))
-        os.replace(tmp, path / "model.json")
-        return path
+        (folder / "model.json").write_text(json.dumps(meta, indent=1))
+        return [booster_file, "model.json"]
 
     @classmethod
-    def load(cls, path) -> "SavedModel":
-        path = Path(path)
-        meta_path = path / "model.json"
-        if not meta_path.is_file():
-            raise GbxferError(f"{path}: not a gbxfer model (no model.json)")
-        meta = json.loads(meta_path.read_text())
-        if meta.get("schema_version") != MODEL_SCHEMA_VERSION:
-            raise SchemaVersionError(f"{path}: model schema version {meta.get('schema_version')}"
-                                     f" cannot be read by gbxfer {__version__}, which reads "
-                                     f"version {MODEL_SCHEMA_VERSION}")
-        ranker = GBCostRanker(**meta["params"])
-        booster_path = str(path / meta["booster_file"])
-        if ranker.backend == "lightgbm":
-            import lightgbm as lgb
-
-            ranker.booster_ = lgb.Booster(model_file=booster_path)
-        else:
-            import xgboost as xgb
-
-            ranker.booster_ = xgb.Booster()
-            ranker.booster_.load_model(booster_path)
-        ranker.objective_ = meta["objective"]
-        ranker.n_features_in_ = meta["n_features"]
-        known = {"format", "schema_version", "booster_file", "params", "objective",
-                 "n_features", "columns", "hardware", "split", "train_record_ids", "versions",
-                 "gate"}
-        gate = GroupGate.from_dict(meta["gate"]) if meta.get("gate") else None
-        return cls(ranker, meta["columns"], meta["hardware"], meta["split"],
-                   meta["train_record_ids"], {k: v for k, v in meta.items() if k not in known},
-                   gate)
+    def _read(cls, folder: Path) -> "SavedModel":
+        """The model of a member folder whose files were verified against the manifest."""
+        meta = read_json(folder / "model.json")
+        try:
+            ranker = GBCostRanker(**meta["params"])
+            backend = ranker.backend
+            if meta["booster_file"] != BOOSTER_FILES.get(backend):
+                raise ValueError(f"booster_file {meta['booster_file']!r} for {backend!r}")
+            ranker.booster_ = _read_booster(folder / meta["booster_file"], backend)
+            ranker.objective_ = str(meta["objective"])
+            ranker.n_features_in_ = int(meta["n_features"])
+            columns = [str(c) for c in meta["columns"]]
+            if len(columns) != ranker.n_features_in_:
+                raise ValueError(f"{len(columns)} columns for {ranker.n_features_in_} features")
+            gate = GroupGate.from_dict(meta["gate"]) if meta.get("gate") else None
+            return cls(ranker, columns, list(meta["hardware"]), meta["split"],
+                       list(meta["train_record_ids"]),
+                       {k: v for k, v in meta.items() if k not in _KNOWN}, gate)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise GbxferError(f"{folder / 'model.json'}: bad model metadata ({exc!r})") from None
 
     def transform(self, X, columns) -> np.ndarray:
         """The booster's input for features ``X`` with ``columns``: checked against the
@@ -124,3 +142,70 @@ class SavedModel:
         """Scores (higher = faster) of features ``X`` with ``columns``: the one way a gbxfer
         model predicts, here, in evaluation and inside TVM alike."""
         return self.ranker.predict(self.transform(X, columns))
+
+
+def save_models(path, models: dict) -> Path:
+    """Write ``{hardware or None: SavedModel}`` as one model folder (new files, then one
+    manifest switch); the folder must be new, empty or a gbxfer model."""
+    path = Path(path)
+    if not models or (None in models and len(models) > 1):
+        raise GbxferError("a model folder holds one model, or one per hardware profile")
+    old = prepare_folder(path, FORMAT_NAME, "model")
+    version = f"v-{new_token()}"
+    members, files = [], {}
+    for hardware, model in models.items():
+        folder = f"{version}/{member_folder(hardware)}"
+        for name in model._write(path / folder):
+            files[f"{folder}/{name}"] = file_entry(path, f"{folder}/{name}")
+        members.append({"hardware": hardware, "folder": folder})
+    switch_manifest(path, {"format": FORMAT_NAME, "schema_version": MODEL_SCHEMA_VERSION,
+                           "models": members, "files": files}, old, _DEBRIS.fullmatch)
+    return path
+
+
+def load_models(path) -> dict:
+    """``{hardware profile: SavedModel}`` of a per-target folder, ``{None: SavedModel}`` of a
+    folder holding one model; every file verified against the manifest first."""
+    path = Path(path)
+    manifest = read_manifest(path, FORMAT_NAME, (MODEL_SCHEMA_VERSION,), "model")
+    verify_files(path, manifest)
+    members = manifest.get("models")
+    if not isinstance(members, list) or not members or not all(
+            isinstance(m, dict) and isinstance(m.get("folder"), str) and
+            isinstance(m.get("hardware"), (str, type(None))) for m in members):
+        raise GbxferError(f"{path}: the manifest's 'models' must list folder and hardware")
+    models = {}
+    for member in members:
+        folder = member["folder"]
+        if not all(f"{folder}/{name}" in manifest["files"] for name in ("model.json",)):
+            raise GbxferError(f"{path}: model folder {folder!r} is not in the manifest's files")
+        models[member["hardware"]] = SavedModel._read(path / folder)
+    if None in models and len(models) > 1:
+        raise GbxferError(f"{path}: the manifest mixes a joint model with per-profile ones")
+    return models
+
+
+def _read_booster(path: Path, backend: str):
+    """A booster from a checksummed file, checked for the shape of its format first: LightGBM
+    crashes the process on a truncated text model."""
+    data = path.read_bytes()
+    if backend == "lightgbm":
+        import lightgbm as lgb
+
+        text = data.decode("utf-8", errors="strict")
+        if not text.startswith("tree\n") or "\nend of trees\n" not in text \
+                or "\nend of parameters\n" not in text:
+            raise ValueError(f"{path.name} is not a whole LightGBM text model")
+        try:
+            return lgb.Booster(model_str=text)
+        except lgb.basic.LightGBMError as exc:
+            raise ValueError(str(exc)) from None
+    import xgboost as xgb
+
+    json.loads(data)  # XGBoost JSON: whole before the library reads it
+    booster = xgb.Booster()
+    try:
+        booster.load_model(bytearray(data))
+    except xgb.core.XGBoostError as exc:
+        raise ValueError(str(exc).splitlines()[0]) from None
+    return booster

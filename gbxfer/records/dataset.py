@@ -1,16 +1,14 @@
 """Datasets of measured programs: a records table and a tasks table, saved as a folder.
 
-On disk a dataset is a folder holding ``manifest.json`` and two Parquet files it names
-(``records-<token>.parquet``, ``tasks-<token>.parquet``). Saving writes new files first and then
-replaces ``manifest.json`` in one ``os.replace``, so a killed write leaves the old dataset or the
-new one, never half of one. The columns are documented in ``docs/dataset.md``.
+On disk a dataset is a folder holding ``manifest.json`` and the Parquet files it names with their
+SHA-256 (``records-<token>.parquet``, ``tasks-<token>.parquet``). Saving writes new files first and
+then replaces ``manifest.json`` in one ``os.replace`` (:mod:`gbxfer.manifests`), so a killed write
+leaves the old dataset or the new one, never half of one; loading verifies every checksum and
+validates the values. The columns are documented in ``docs/dataset.md``.
 """
 from __future__ import annotations
 
-import datetime as _dt
-import json
-import os
-import uuid
+import re
 from pathlib import Path
 
 import numpy as np
@@ -18,10 +16,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .._version import __version__
-from ..errors import GbxferError, SchemaVersionError
+from ..errors import GbxferError
+from ..manifests import (MANIFEST, file_entry, new_token, prepare_folder, read_manifest,
+                         switch_manifest, verify_files)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 FORMAT_NAME = "gbxfer-dataset"
 
 RECORD_SCHEMA = pa.schema([
@@ -57,6 +56,8 @@ TASK_SCHEMA = pa.schema([
     ("workload", pa.string()),         # workload IR / key text, stored once per task
 ])
 
+# what a killed save leaves behind: tables no manifest names yet
+_DEBRIS = re.compile(r"(records|tasks|per_store)-[0-9a-f]{12}\.parquet")
 RECORD_COLUMNS = RECORD_SCHEMA.names
 TASK_COLUMNS = TASK_SCHEMA.names
 
@@ -101,60 +102,91 @@ class Dataset:
     # ---------------------------------------------------------------- persistence
     @classmethod
     def load(cls, path) -> "Dataset":
-        """Load a dataset folder written by :meth:`save`."""
+        """Load a dataset folder written by :meth:`save`: every file checked against the
+        manifest's checksum, then its values validated (:meth:`validate`)."""
         path = Path(path)
-        manifest_path = path / "manifest.json"
-        if not manifest_path.is_file():
-            raise GbxferError(f"{path}: not a gbxfer dataset (no manifest.json)")
+        manifest = read_manifest(path, FORMAT_NAME, (SCHEMA_VERSION,), "dataset")
+        verify_files(path, manifest)
+        tables = manifest.get("tables")
+        if not isinstance(tables, dict) or not {"records", "tasks"} <= set(tables) or not all(
+                name in manifest["files"] for name in tables.values()):
+            raise GbxferError(f"{path / MANIFEST}: 'tables' must name the records and tasks "
+                              "files listed in 'files'")
         try:
-            manifest = json.loads(manifest_path.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise GbxferError(f"{manifest_path}: unreadable manifest ({exc})") from None
-        if manifest.get("format") != FORMAT_NAME:
-            raise GbxferError(f"{manifest_path}: format is {manifest.get('format')!r}, "
-                              f"expected {FORMAT_NAME!r}")
-        version = manifest.get("schema_version")
-        if version != SCHEMA_VERSION:
-            raise SchemaVersionError(
-                f"{path}: dataset schema version {version} cannot be read by gbxfer "
-                f"{__version__}, which reads schema version {SCHEMA_VERSION}")
-        files = manifest["files"]
-        records = pq.read_table(path / files["records"], schema=RECORD_SCHEMA).to_pandas()
-        tasks = pq.read_table(path / files["tasks"], schema=TASK_SCHEMA).to_pandas()
-        per_store = pd.read_parquet(path / files["per_store"]) if "per_store" in files else None
-        return cls(records, tasks, manifest, per_store)
+            records = pq.read_table(path / tables["records"], schema=RECORD_SCHEMA).to_pandas()
+            tasks = pq.read_table(path / tables["tasks"], schema=TASK_SCHEMA).to_pandas()
+            per_store = (pd.read_parquet(path / tables["per_store"]) if "per_store" in tables
+                         else None)
+        except (pa.ArrowException, OSError, ValueError) as exc:  # checksummed, yet unreadable
+            raise GbxferError(f"{path}: unreadable table ({exc})") from None
+        dataset = cls(records, tasks, manifest, per_store)
+        dataset.validate(str(path))
+        return dataset
 
     def save(self, path) -> Path:
-        """Write the dataset to folder ``path`` atomically (see the module docstring)."""
+        """Write the dataset to folder ``path`` atomically (see the module docstring); the
+        folder must be new, empty or a dataset (a user's other files are never removed)."""
         path = Path(path)
-        if path.exists() and not path.is_dir():
-            raise GbxferError(f"{path}: exists and is not a folder")
-        if path.is_dir() and any(path.iterdir()) and not (path / "manifest.json").exists():
-            raise GbxferError(f"{path}: folder is not empty and holds no gbxfer dataset; "
-                              "refusing to write into it")
-        path.mkdir(parents=True, exist_ok=True)
-        token = uuid.uuid4().hex[:12]
-        files = {"records": f"records-{token}.parquet", "tasks": f"tasks-{token}.parquet"}
-        _write_parquet(self.records, RECORD_SCHEMA, path / files["records"])
-        _write_parquet(self.tasks, TASK_SCHEMA, path / files["tasks"])
+        self.validate("the dataset to save")
+        old = prepare_folder(path, FORMAT_NAME, "dataset")
+        token = new_token()
+        tables = {"records": f"records-{token}.parquet", "tasks": f"tasks-{token}.parquet"}
+        _write_parquet(self.records, RECORD_SCHEMA, path / tables["records"])
+        _write_parquet(self.tasks, TASK_SCHEMA, path / tables["tasks"])
         if self.per_store is not None:
-            files["per_store"] = f"per_store-{token}.parquet"
-            self.per_store.astype(np.float32).to_parquet(path / files["per_store"])
-            _fsync(path / files["per_store"])
-        manifest = {**self.manifest, "format": FORMAT_NAME, "schema_version": SCHEMA_VERSION,
-                    "gbxfer_version": __version__, "files": files,
-                    "saved": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                    "n_records": len(self.records)}
-        tmp = path / f".manifest-{token}.tmp"
-        tmp.write_text(json.dumps(manifest, indent=1))
-        _fsync(tmp)
-        os.replace(tmp, path / "manifest.json")
-        for old in path.iterdir():  # files of the previous version, and debris of killed writes
-            if old.name not in files.values() and old.name != "manifest.json" and (
-                    old.suffix in (".parquet", ".tmp") or old.name.startswith(".")):
-                old.unlink()
-        self.manifest = manifest
+            tables["per_store"] = f"per_store-{token}.parquet"
+            self.per_store.astype(np.float32).to_parquet(path / tables["per_store"])
+        manifest = {**{k: v for k, v in self.manifest.items() if k not in ("files", "saved")},
+                    "format": FORMAT_NAME, "schema_version": SCHEMA_VERSION,
+                    "tables": tables, "n_records": len(self.records),
+                    "files": {name: file_entry(path, name) for name in tables.values()}}
+        switch_manifest(path, manifest, old, _DEBRIS.fullmatch)
+        self.manifest = read_manifest(path, FORMAT_NAME, (SCHEMA_VERSION,), "dataset")
         return path
+
+    def validate(self, where: str = "dataset") -> None:
+        """Raise :class:`GbxferError` naming the first record out of its domain: record ids
+        unique; hardware and task named; a valid record has finite, positive costs and a
+        latency among them; an invalid one has no latency; every task described."""
+        r = self.records
+        problems = []
+        if r["record_id"].duplicated().any():
+            problems.append(("duplicate record_id", r["record_id"].duplicated().to_numpy()))
+        for column in ("record_id", "program_id", "task_key", "hardware"):
+            problems.append((f"empty {column}", ~r[column].map(
+                lambda v: isinstance(v, str) and bool(v)).to_numpy(dtype=bool)))
+        valid = r["valid"].to_numpy(dtype=bool)
+        latency = r["latency"].to_numpy(dtype=float)
+        try:
+            costs = [np.zeros(0) if c is None else np.asarray(c, dtype=float).ravel()
+                     for c in r["costs"]]
+        except (TypeError, ValueError) as exc:
+            raise GbxferError(f"{where}: costs must be lists of seconds ({exc})") from None
+        sizes = np.array([len(c) for c in costs], dtype=int)
+        flat = np.concatenate(costs or [np.zeros(0)])
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])[sizes > 0]
+        lowest, highest = np.full(len(r), np.nan), np.full(len(r), np.nan)
+        with np.errstate(invalid="ignore"):
+            lowest[sizes > 0] = np.minimum.reduceat(flat, starts) if len(flat) else []
+            highest[sizes > 0] = np.maximum.reduceat(flat, starts) if len(flat) else []
+            sound = (sizes > 0) & np.isfinite(highest) & (lowest > 0)
+            problems += [
+                ("valid record without finite positive costs", valid & ~sound),
+                ("valid record whose latency is not finite and positive",
+                 valid & ~(np.isfinite(latency) & (latency > 0))),
+                ("valid record whose latency lies outside its costs",
+                 valid & sound & ~((lowest <= latency) & (latency <= highest))),
+                ("invalid record with a latency", ~valid & ~np.isnan(latency)),
+                ("record of a task missing from the tasks table",
+                 ~r["task_key"].isin(self.tasks["task_key"]).to_numpy()),
+            ]
+        for what, bad in problems:
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise GbxferError(
+                    f"{where}: {int(bad.sum())} {what} (first: record "
+                    f"{r['record_id'].iloc[i]!r}, latency {latency[i]:g}, costs "
+                    f"{[float(c) for c in costs[i][:4]]})")
 
     # ---------------------------------------------------------------- selection
     def filter(self, task=None, hardware=None, family=None, valid=None) -> "Dataset":
@@ -271,16 +303,8 @@ def merge_duplicate_records(records: pd.DataFrame) -> pd.DataFrame:
 
 
 def _write_parquet(frame: pd.DataFrame, schema: pa.Schema, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
     table = pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False)
-    pq.write_table(table, tmp, compression="zstd")
-    _fsync(tmp)
-    os.replace(tmp, path)
-
-
-def _fsync(path: Path) -> None:
-    with open(path, "rb") as f:
-        os.fsync(f.fileno())
+    pq.write_table(table, path, compression="zstd")  # a fresh name: no manifest names it yet
 
 
 def _sum_counts(dicts) -> dict:

@@ -14,6 +14,7 @@ from .dataset import Dataset
 from ..errors import GbxferError, InputError
 from .formats import (RecordBuilder, is_ansor_log, is_metaschedule_database, read_ansor_log,
                       read_metaschedule_database)
+from .targets import profile_name_problem
 
 
 def ingest(sources, hardware=None, skip_bad=False, progress=False) -> Dataset:
@@ -21,9 +22,10 @@ def ingest(sources, hardware=None, skip_bad=False, progress=False) -> Dataset:
 
     Parameters
     ----------
-    sources : list of str or Path
-        MetaSchedule database folders, Ansor/TenSet log files or folders of them, TenSet trees
-        (``measure_records/<platform>/*.json``) and gbxfer dataset folders, in any mix.
+    sources : str, Path or list of them
+        One source or a list of: MetaSchedule database folders, Ansor/TenSet log files or
+        folders of them, TenSet trees (``measure_records/<platform>/*.json``) and gbxfer dataset
+        folders, in any mix.
     hardware : tuple (name, family or None), optional
         Hardware profile of every record read from logs and databases, overriding the identity
         derived from their targets (``--hardware NAME[:FAMILY]``).
@@ -33,12 +35,29 @@ def ingest(sources, hardware=None, skip_bad=False, progress=False) -> Dataset:
     progress : bool
         Show a progress bar of lines read.
     """
+    if isinstance(sources, (str, os.PathLike)):  # one source, not the characters of its name
+        sources = [sources]
+    hardware = _check_hardware(hardware)
     builder = RecordBuilder(skip_bad=skip_bad)
     datasets = []
     with tqdm(unit=" lines", disable=None if progress else True, desc="ingest") as bar:
         for source in sources:
             _read_source(Path(source), builder, hardware, datasets, bar.update)
     return Dataset.concat([builder.build(), *datasets]) if datasets else builder.build()
+
+
+def _check_hardware(hardware):
+    """``hardware`` as ``(name, family or None)``, named as :func:`parse_hardware_option` wants."""
+    if hardware is None:
+        return None
+    if not isinstance(hardware, (tuple, list)) or len(hardware) != 2:
+        raise GbxferError(f"hardware must be (name, family or None), got {hardware!r}")
+    name, family = hardware
+    for what, value in (("name", name), ("family", family)):
+        problem = profile_name_problem(value) if value or what == "name" else ""
+        if problem:
+            raise GbxferError(f"hardware {what} {value!r} {problem}")
+    return name, family
 
 
 def _read_source(path: Path, builder, hardware, datasets, progress) -> None:

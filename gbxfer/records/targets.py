@@ -6,33 +6,51 @@ the old string form found in logs (``"llvm -keys=cpu -mcpu=skylake-avx512 -num-c
 from __future__ import annotations
 
 import json
+import re
 import shlex
+
+from ..errors import GbxferError
+
+# a target kind as TVM spells them: llvm, cuda, ext_dev, ... (no spaces, quotes or options)
+_KIND = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
 
 
 def parse_target(target) -> dict:
     """Parse a TVM target given as a dict, a JSON string or an old-style target string.
 
     Returns a dict with at least ``kind``; numeric option values become ints, comma lists become
-    lists (``-keys=cuda,gpu`` -> ``["cuda", "gpu"]``). Raises ``ValueError`` on an empty target.
+    lists (``-keys=cuda,gpu`` -> ``["cuda", "gpu"]``). Raises ``ValueError`` on an empty target,
+    one that is neither a dict nor a string, and one without a ``kind`` name.
     """
     if isinstance(target, dict):
-        return dict(target)
-    text = str(target).strip()
+        return _check_kind(dict(target), target)
+    if not isinstance(target, str):
+        raise ValueError(f"a target is a JSON object or a string, got {type(target).__name__} "
+                         f"{str(target)[:80]}")
+    text = target.strip()
     if not text:
         raise ValueError("empty target")
     if text.startswith("{"):
         parsed = json.loads(text)
-        if not isinstance(parsed, dict) or "kind" not in parsed:
-            raise ValueError(f"target JSON has no 'kind': {text[:80]}")
-        return parsed
+        if not isinstance(parsed, dict):
+            raise ValueError(f"target JSON is not an object: {text[:80]}")
+        return _check_kind(parsed, text)
     words = shlex.split(text)
-    result: dict = {"kind": words[0]}
+    result: dict = _check_kind({"kind": words[0]}, text)
     for word in words[1:]:
         if not word.startswith("-"):
             raise ValueError(f"unexpected word {word!r} in target {text!r}")
         key, _, value = word.lstrip("-").partition("=")
         result[key.replace("_", "-")] = _target_value(value)
     return result
+
+
+def _check_kind(target: dict, shown) -> dict:
+    kind = target.get("kind")
+    if not isinstance(kind, str) or not _KIND.fullmatch(kind):
+        what = "has no 'kind'" if kind is None else f"has no valid 'kind' (got {kind!r})"
+        raise ValueError(f"target {what}: {str(shown)[:80]}")
+    return target
 
 
 def _target_value(value: str):
@@ -53,20 +71,45 @@ def hardware_identity(target) -> tuple[str, str]:
     """``(name, family)`` of a target, the identity of foreign data's hardware:
 
     family = ``<kind>-<mcpu or arch>`` (``llvm-generic`` with neither); name = family plus
-    ``-<num-cores>c`` when the target gives a positive core count.
+    ``-<num-cores>c`` when the target gives a core count. Raises ``ValueError`` when ``mcpu`` or
+    ``arch`` is not a string, the core count not a positive integer, or the name would not be a
+    profile name (:func:`profile_name_problem`).
     """
     t = parse_target(target)
-    kind = t.get("kind", "unknown")
+    for key in ("mcpu", "arch"):
+        if key in t and not isinstance(t[key], str):
+            raise ValueError(f"target {key!r} must be a string, got {json.dumps(t[key])[:80]}")
     model = t.get("mcpu") or t.get("arch") or "generic"
-    family = f"{kind}-{model}"
-    cores = t.get("num-cores", t.get("num_cores"))
-    name = f"{family}-{cores}c" if isinstance(cores, int) and cores > 0 else family
+    family = f"{t['kind']}-{model}"
+    key = next((k for k in ("num-cores", "num_cores") if k in t), None)
+    cores = t.get(key)
+    if key and (not isinstance(cores, int) or isinstance(cores, bool) or cores < 1):
+        raise ValueError(f"target num-cores must be a positive integer, got {json.dumps(cores)}")
+    name = f"{family}-{cores}c" if key else family
+    problem = profile_name_problem(name)
+    if problem:
+        raise ValueError(f"target gives the hardware name {name!r}, which {problem}")
     return name, family
 
 
+def profile_name_problem(name) -> str:
+    """Why ``name`` cannot name a hardware profile (it names folders and files), or ``""``."""
+    if not isinstance(name, str) or not name:
+        return "is empty"
+    if name.startswith(".") or "/" in name or "\\" in name:
+        return "must not start with '.' or hold '/' or '\\'"
+    if not name.isprintable() or any(c.isspace() for c in name):
+        return "must not hold spaces or control characters"
+    return ""
+
+
 def parse_hardware_option(text: str) -> tuple[str, str | None]:
-    """Split ``--hardware NAME[:FAMILY]`` into ``(name, family or None)``."""
+    """Split ``--hardware NAME[:FAMILY]`` into ``(name, family or None)``; an empty FAMILY
+    (``name:``) is none. Raises :class:`~gbxfer.errors.GbxferError` on a bad NAME or FAMILY."""
     name, _, family = text.partition(":")
-    if not name:
-        raise ValueError(f"--hardware needs a NAME, got {text!r}")
+    for what, value in (("NAME", name), ("FAMILY", family)):
+        problem = profile_name_problem(value) if value or what == "NAME" else ""
+        if problem:
+            raise GbxferError(f"--hardware NAME[:FAMILY]: {what} {value!r} {problem} "
+                              f"(got {text!r})")
     return name, (family or None)

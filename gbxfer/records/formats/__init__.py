@@ -5,6 +5,7 @@ Each reader adds measurements to a :class:`RecordBuilder`, which merges them int
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ..dataset import Dataset
@@ -27,6 +28,6 @@ def load_metaschedule_database(folder, hardware=None, skip_bad=False) -> Dataset
 def load_ansor_logs(paths, hardware=None, skip_bad=False) -> Dataset:
     """Ansor/TenSet log files as a dataset."""
     builder = RecordBuilder(skip_bad=skip_bad)
-    for path in [paths] if isinstance(paths, (str, Path)) else paths:
+    for path in [paths] if isinstance(paths, (str, os.PathLike)) else paths:
         read_ansor_log(Path(path), builder, hardware)
     return builder.build()

@@ -14,7 +14,7 @@ from ...errors import InputError
 from ..programs import ansor_primitives, canonical_json
 from ..targets import hardware_identity, parse_target, target_json
 from ._builder import RecordBuilder
-from ._lines import check_costs, expect
+from ._lines import check_costs, expect, shape_problem
 
 # auto_scheduler MeasureErrorNO
 ANSOR_ERRORS = {1: "instantiation-error", 2: "compile-host", 3: "compile-device",
@@ -59,15 +59,15 @@ def _add_line(path, number, value, identities, hardware, builder) -> None:
     steps = inp[1][1]
     expect(isinstance(workload_key, str), path, number, "workload key must be a string")
     expect(isinstance(target, str) and target.strip(), path, number,
-           "target must be a non-empty string")
+           f"target must be a non-empty string, got {json.dumps(target)[:80]}", reason="bad-target")
     expect(isinstance(steps, list) and all(isinstance(s, list) and s and isinstance(s[0], str)
                                            for s in steps),
            path, number, "steps must be a list of [code, ...] lists")
     expect(isinstance(res, list) and len(res) >= 2, path, number,
            '"r" must be [costs, error_no, all_cost, timestamp]')
     costs, error_no = res[0], res[1]
-    expect(isinstance(error_no, int) and not isinstance(error_no, bool), path, number,
-           f"error_no must be an integer, got {json.dumps(error_no)}")
+    expect(isinstance(error_no, int) and not isinstance(error_no, bool) and error_no >= 0,
+           path, number, f"error_no must be a non-negative integer, got {json.dumps(error_no)}")
     if error_no != 0:
         expect(isinstance(costs, list), path, number, "costs must be a list")
         error, costs = f"ansor-{ANSOR_ERRORS.get(error_no, f'error-{error_no}')}", []
@@ -85,8 +85,12 @@ def _add_line(path, number, value, identities, hardware, builder) -> None:
         name, family = hardware[0], hardware[1] or family
 
     if not builder.has_task(workload_key):
+        try:
+            described = describe_workload_key(workload_key)
+        except ValueError as exc:
+            raise InputError(path, number, "bad-workload-key", str(exc)) from None
         builder.add_task(workload_key, source_format="ansor", workload_format="ansor-key",
-                         workload=workload_key, **describe_workload_key(workload_key))
+                         workload=workload_key, **described)
     text = canonical_json(steps)
     builder.add(task_key=workload_key, canonical=text, raw=text,
                 primitives=ansor_primitives(steps), costs=costs, error=error, hardware=name,
@@ -97,22 +101,30 @@ def _add_line(path, number, value, identities, hardware, builder) -> None:
 def describe_workload_key(key: str) -> dict:
     """Operator and argument shapes spelled by an Ansor workload key.
 
-    Registered workloads read ``["conv2d_layer", 128, ...]``; hashed (relay-extracted) ones read
-    ``["<32 hex digits>", [shape], [shape], ...]`` and give no operator name.
+    Registered workloads read ``["conv2d_layer", 128, ...]``: their parameters are one shape
+    when they are all positive integers (``["matmul_layer", 1, 1024, 1024]``), else none.
+    Hashed (relay-extracted) ones read ``["<32 hex digits>", [shape], [shape], ...]`` and give
+    no operator name. Raises ``ValueError`` when the key is not a JSON list that starts with a
+    name, or a list argument is not a shape (positive integers).
     """
     try:
         parsed = json.loads(key)
     except json.JSONDecodeError:
-        return {"operator": "", "description": key[:200], "args": "[]"}
-    if not isinstance(parsed, list) or not parsed or not isinstance(parsed[0], str):
-        return {"operator": "", "description": key[:200], "args": "[]"}
+        raise ValueError(f"workload key is not JSON: {key[:80]!r}") from None
+    if not isinstance(parsed, list) or not parsed or not isinstance(parsed[0], str) \
+            or not parsed[0]:
+        raise ValueError(f'workload key must be ["name", args...], got {key[:80]!r}')
     head, rest = parsed[0], parsed[1:]
     operator = "" if _HASH_KEY.match(head) else head
-    if all(isinstance(a, list) for a in rest):
+    if rest and all(isinstance(a, list) for a in rest):
+        for a in rest:
+            problem = shape_problem(a)
+            if problem:
+                raise ValueError(f"workload key argument: {problem}")
         args = [["", a] for a in rest]
         shown = " ".join("x".join(str(d) for d in a) for a in rest)
-    else:
-        args = [["", rest]]
+    else:  # parameters of a registered workload: a shape only when all are sizes
+        args = [["", rest]] if rest and not shape_problem(rest) else []
         shown = ",".join(str(a) for a in rest)
     return {"operator": operator, "description": f"{operator or head[:8]} [{shown}]",
             "args": json.dumps(args)}

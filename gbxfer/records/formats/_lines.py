@@ -70,6 +70,16 @@ def check_costs(path, line, costs, what="costs") -> list[float]:
     return [float(c) for c in costs]
 
 
+def shape_problem(shape) -> str:
+    """Why ``shape`` is not a tensor shape (a list of positive integers), or ``""``."""
+    if not isinstance(shape, list):
+        return f"a shape must be a list of positive integers, got {_short(shape)}"
+    for d in shape:
+        if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+            return f"a shape must be a list of positive integers, got {_short(shape)}"
+    return ""
+
+
 def expect(condition, path, line, message, reason="bad-structure"):
     """Raise an :class:`InputError` with ``message`` unless ``condition`` holds."""
     if not condition:

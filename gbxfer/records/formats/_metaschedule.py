@@ -7,6 +7,7 @@ the trace reads, so records ingest even where TVM 0.27 cannot parse an older IR.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -15,12 +16,15 @@ from ...errors import InputError
 from ..programs import canonical_json, canonical_trace_text, trace_primitives
 from ..targets import hardware_identity, parse_target, target_json
 from ._builder import RecordBuilder
-from ._lines import check_costs, expect
+from ._lines import check_costs, expect, shape_problem
 
 WORKLOAD_FILE = "database_workload.json"
 RECORD_FILE = "database_tuning_record.json"
 FAILED_RUN_SECS = 1e10  # what MetaSchedule writes as the run_secs of a failed build or run
 FAILED_AT_SECS = 1e9  # a repeat this long (31 years) marks a failure, whoever wrote it
+# TVM data types: float32, int8, bool, bfloat16, float8_e4m3fn, e4m3_float8, float32x4, ...
+DTYPE = re.compile(r"(bool|handle|u?int[0-9]+|b?float[0-9]+(_[a-z0-9]+)?|e[0-9]m[0-9]_float[0-9]+"
+                   r"|custom\[[A-Za-z0-9_]+\][0-9]+)(x[0-9]+)?")
 
 # Substrings that name the main compute of a task, most specific first.
 OPERATOR_HINTS = ("depthwise_conv2d", "group_conv2d", "conv2d_transpose", "conv3d", "conv2d",
@@ -76,8 +80,12 @@ def _read_workloads(path: Path, builder: RecordBuilder) -> dict:
         try:
             expect(isinstance(value, list) and len(value) == 2 and isinstance(value[1], str),
                    path, number, "expected [structural_hash, IRModule JSON text]")
-            expect(isinstance(value[0], (str, int)) and not isinstance(value[0], bool),
-                   path, number, "structural hash must be a string or integer")
+            shash = value[0]
+            expect(isinstance(shash, str) and shash.isdigit() and shash.isascii()
+                   or isinstance(shash, int) and not isinstance(shash, bool) and shash >= 0,
+                   path, number, f"structural hash must be a non-negative integer (or its "
+                   f"decimal string), got {json.dumps(shash)[:60]}")
+            expect(value[1].strip() != "", path, number, "the workload's IRModule text is empty")
         except InputError as error:
             builder.guard(error)
             continue
@@ -98,13 +106,9 @@ def _add_record(path, number, value, workloads, identities, hardware, builder) -
     trace, run_secs = body[0], body[1]
     target = body[2] if len(body) > 2 else None
     args_info = body[3] if len(body) > 3 else None
-    expect(isinstance(trace, list) and len(trace) == 2 and isinstance(trace[0], list)
-           and isinstance(trace[1], list), path, number,
-           "trace must be [instructions, decisions]")
-    try:
-        primitives = trace_primitives(trace)
-    except ValueError as exc:
-        raise InputError(path, number, "bad-structure", str(exc)) from None
+    _check_trace(path, number, trace)
+    primitives = trace_primitives(trace)
+    _check_args_info(path, number, args_info)
 
     error = ""
     costs: list[float] = []
@@ -121,7 +125,9 @@ def _add_record(path, number, value, workloads, identities, hardware, builder) -
                "record has no target: give --hardware NAME[:FAMILY]", reason="no-target")
         target_text = "{}"
     else:
-        key = canonical_json(target) if isinstance(target, dict) else str(target)
+        expect(isinstance(target, dict), path, number, f"target must be a JSON object, got "
+               f"{json.dumps(target)[:80]}", reason="bad-target")
+        key = canonical_json(target)
         if key not in identities:
             try:
                 name, family = hardware_identity(target)
@@ -140,6 +146,41 @@ def _add_record(path, number, value, workloads, identities, hardware, builder) -
     builder.add(task_key=shash, canonical=canonical_trace_text(raw), raw=raw,
                 primitives=primitives, costs=costs, error=error, hardware=name, family=family,
                 target=target_text, source_format="metaschedule", source=path, line=number)
+
+
+def _check_trace(path, number, trace) -> None:
+    """A trace is ``[instructions, decisions]``: each instruction ``[name, inputs, attrs,
+    outputs]`` (a string and three lists), each decision ``[instruction index, value]``."""
+    expect(isinstance(trace, list) and len(trace) == 2 and isinstance(trace[0], list)
+           and isinstance(trace[1], list), path, number,
+           "trace must be [instructions, decisions]")
+    insts, decisions = trace
+    for i, inst in enumerate(insts):
+        expect(isinstance(inst, list) and len(inst) == 4 and isinstance(inst[0], str) and inst[0]
+               and all(isinstance(part, list) for part in inst[1:]), path, number,
+               f"trace instruction {i} must be [name, inputs, attrs, outputs], got "
+               f"{json.dumps(inst)[:80]}")
+    for decision in decisions:
+        expect(isinstance(decision, list) and len(decision) == 2
+               and isinstance(decision[0], int) and not isinstance(decision[0], bool)
+               and 0 <= decision[0] < len(insts), path, number,
+               f"trace decision must be [instruction index < {len(insts)}, value], got "
+               f"{json.dumps(decision)[:80]}")
+
+
+def _check_args_info(path, number, args_info) -> None:
+    """``args_info`` is absent (None) or a list of ``["TENSOR", dtype, shape]``."""
+    if args_info is None:
+        return
+    expect(isinstance(args_info, list), path, number,
+           f"args_info must be a list of [\"TENSOR\", dtype, shape], got "
+           f"{json.dumps(args_info)[:80]}")
+    for arg in args_info:
+        expect(isinstance(arg, list) and len(arg) == 3 and arg[0] == "TENSOR"
+               and isinstance(arg[1], str) and DTYPE.fullmatch(arg[1]), path, number,
+               f"args_info entry must be [\"TENSOR\", dtype, shape], got {json.dumps(arg)[:80]}")
+        problem = shape_problem(arg[2])
+        expect(not problem, path, number, f"args_info {problem}", reason="bad-shape")
 
 
 def run_latency(run_secs) -> float | None:

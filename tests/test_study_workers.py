@@ -1,0 +1,71 @@
+"""Workers sharing one study: distinct trials, the budget counted by the storage, a killed
+worker's trial failed after its heartbeat stops and run again."""
+from __future__ import annotations
+
+import threading
+import time
+
+import optuna
+from optuna.trial import TrialState
+
+from gbxfer import study as study_module
+from gbxfer.study import _run, open_study
+
+
+def _objective(trial):
+    time.sleep(0.05)
+    return trial.suggest_float("x", 0, 1) + trial.suggest_int("k", 1, 1000)
+
+
+def _params(study):
+    return [tuple(sorted(t.params.items())) for t in study.trials
+            if t.state == TrialState.COMPLETE]
+
+
+def test_workers_sharing_a_study_run_distinct_trials_within_the_budget(tmp_path):
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    open_study("s", storage, 0)  # created once, as the first worker does
+    workers = [threading.Thread(target=_run, args=(open_study("s", storage, 0), _objective, 6))
+               for _ in range(3)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    trials = optuna.load_study(study_name="s", storage=storage).trials
+    done = _params(optuna.load_study(study_name="s", storage=storage))
+    assert len(done) == 6 and len(set(done)) == 6
+    assert not [t for t in trials if t.state in (TrialState.RUNNING, TrialState.WAITING)]
+
+
+def test_one_worker_with_one_seed_draws_the_same_trials(tmp_path):
+    runs = [_params(_run(open_study("s", f"sqlite:///{tmp_path / f'{i}.db'}", 3), _objective,
+                         4)) for i in range(2)]
+    assert runs[0] == runs[1]
+    other = _params(_run(open_study("s", f"sqlite:///{tmp_path / 'o.db'}", 4), _objective, 4))
+    assert other != runs[0]
+
+
+def test_a_continued_study_does_not_replay_its_first_trials(tmp_path):
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    _run(open_study("s", storage, 0), _objective, 3)
+    done = _params(_run(open_study("s", storage, 0), _objective, 6))
+    assert len(done) == 6 and len(set(done)) == 6
+
+
+def test_a_killed_workers_trial_is_failed_and_run_again(tmp_path, monkeypatch):
+    monkeypatch.setattr(study_module, "HEARTBEAT_SECS", 1)
+    monkeypatch.setattr(study_module, "GRACE_SECS", 2)
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    study = open_study("s", storage, 0)
+    killed = study.ask()  # a worker starts a trial, says it is alive once, and dies
+    killed.suggest_float("x", 0, 1)
+    killed.suggest_int("k", 1, 1000)
+    optuna.storages.RDBStorage(storage).record_heartbeat(killed._trial_id)
+    start = time.monotonic()
+    _run(open_study("s", storage, 0), _objective, 3)
+    trials = optuna.load_study(study_name="s", storage=storage).trials
+    assert trials[0].state == TrialState.FAIL
+    assert len(_params(study)) == 3 and len(set(_params(study))) == 3
+    assert killed.params in [t.params for t in trials[1:] if t.state == TrialState.COMPLETE]
+    assert not [t for t in trials if t.state in (TrialState.RUNNING, TrialState.WAITING)]
+    assert time.monotonic() - start >= 2  # it waited for the heartbeat to go stale
