@@ -79,3 +79,13 @@ def write_host_profile(folder: Path) -> Path:
                     f"{codegen.llvm_get_system_cpu()}, num-cores: 1}}\nthreads: 1\n"
                     "description: this machine, 1 thread (test profile)\n")
     return path
+
+
+def load_script(name: str):
+    """A module of scripts/ (the fuzz tests run the scripts' cases), loaded from its file."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -9,28 +9,18 @@ case's mutation and random choices, with a fixed seed (derandomize), and shrinks
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
 import tempfile
 from pathlib import Path
 
+from conftest import load_script
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gbxfer import ingest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "fuzz_formats.py"
 EXAMPLES = 500  # per format: the file runs in about 30 s on two cores
-
-
-def _load_script():
-    spec = importlib.util.spec_from_file_location("fuzz_formats", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-fuzz = _load_script()
+fuzz = load_script("fuzz_formats")
 
 
 @functools.cache

@@ -126,16 +126,20 @@ METRICS = ["pca", "top1", "top5", "apeak5", "random_top1", "random_top5", "n_gro
            "n_records"]
 
 
-def warn_unseen_hardware(models: dict, evaluated: list[str]) -> None:
-    """Warn when a joint model is scored only on hardware profiles it did not train on: a
-    legitimate zero-shot measurement, but not the model's accuracy on its own hardware."""
+def check_seen_hardware(models: dict, dataset, chosen: str | None) -> None:
+    """A joint model scored on a dataset with none of its hardware profiles measures a
+    transfer without adaptation, not the model: an error unless asked for by ``--hardware``
+    (a zero-shot measurement on purpose), then a warning."""
     model = models.get(None)
+    evaluated = dataset.hardware if chosen is None else [chosen]
     if model is None or not model.hardware or set(model.hardware) & set(evaluated):
         return
-    log.warning("the model was trained on %s and the evaluated data holds %s: these scores "
-                "measure a transfer without adaptation (zero-shot), not accuracy on the "
-                "training hardware",
-                ", ".join(model.hardware), ", ".join(evaluated) or "-")
+    detail = (f"the model was trained on {', '.join(model.hardware)} and the data holds "
+              f"{', '.join(evaluated) or '-'}")
+    if chosen is None:
+        raise GbxferError(f"{detail}: to score it there without adaptation (zero-shot), "
+                          "name the profile with --hardware")
+    log.warning("%s: these scores measure a transfer without adaptation (zero-shot)", detail)
 
 
 def run_evaluate(args) -> int:
@@ -143,7 +147,7 @@ def run_evaluate(args) -> int:
     if args.hardware is not None:
         require_hardware(dataset, args.hardware)
     models = load_models(args.model)
-    warn_unseen_hardware(models, dataset.hardware if args.hardware is None else [args.hardware])
+    check_seen_hardware(models, dataset, args.hardware)
     report = _evaluate_all(models, dataset, args.hardware)
     if args.json:
         print(json.dumps(report, indent=1, default=float))
