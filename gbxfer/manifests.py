@@ -2,8 +2,8 @@
 SHA-256, switched in one ``os.replace``.
 
 Writing puts the new files in place under fresh names first, then replaces the manifest, then
-removes what the previous manifest named: a write killed at any moment leaves the old version
-or the new one whole. Reading checks the format, the schema version and every file's size and
+removes the previous version's files (gbxfer's own names only): a write killed at any moment
+leaves the old version or the new one whole. Reading checks the format, the schema version and every file's size and
 checksum before anything parses the files, so a truncated or flipped file is a one-line error,
 never a crash in a parser.
 """
@@ -54,20 +54,25 @@ def file_entry(folder: Path, name: str) -> dict:
     return {"bytes": path.stat().st_size, "sha256": sha256(path)}
 
 
-def prepare_folder(path: Path, format_name: str, what: str) -> dict | None:
+def prepare_folder(path: Path, format_name: str, what: str, debris) -> None:
     """Make ``path`` ready to receive a ``format_name`` folder: an error when it is a file, a
-    non-empty folder holding no gbxfer manifest, or a gbxfer folder of another kind (nothing of
-    the user's is ever overwritten). Returns the manifest it holds now, if any."""
+    folder holding anything but a gbxfer manifest of this kind, its files and ``debris(name)``
+    entries (gbxfer's own names, left by a killed write), so nothing of the user's is ever
+    overwritten or removed."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise GbxferError(f"{path}: exists and is not a folder; choose another output for the "
                           f"{what}")
-    if not path.is_dir() or not any(path.iterdir()):
-        path.mkdir(parents=True, exist_ok=True)
-        return None
+    if not path.is_dir():
+        path.mkdir(parents=True)
+        fsync(path.parent)
+        return
     if not (path / MANIFEST).is_file():
-        raise GbxferError(f"{path}: folder is not empty and holds no gbxfer {what}; refusing "
-                          "to write into it")
+        foreign = [e.name for e in path.iterdir() if not _ours(e.name, debris)]
+        if foreign:
+            raise GbxferError(f"{path}: folder holds {foreign[0]!r} and no gbxfer {what}; "
+                              "refusing to write into it")
+        return
     try:
         old = json.loads((path / MANIFEST).read_bytes())
     except (ValueError, UnicodeDecodeError):
@@ -76,13 +81,16 @@ def prepare_folder(path: Path, format_name: str, what: str) -> dict | None:
         kind = old.get("format") if isinstance(old, dict) else "an unreadable manifest"
         raise GbxferError(f"{path}: holds {kind!r}, not a gbxfer {what}; refusing to "
                           "overwrite it")
-    return old
 
 
-def switch_manifest(path: Path, manifest: dict, old: dict | None, debris) -> None:
-    """Replace ``path/manifest.json`` by ``manifest`` in one step, then remove the files the
-    previous manifest named and not the new one, and ``debris(name)`` entries (left by killed
-    writes: gbxfer's own naming pattern)."""
+def _ours(name: str, debris) -> bool:
+    return bool(debris(name) or re.fullmatch(r"\.manifest-[0-9a-f]{12}\.tmp", name))
+
+
+def switch_manifest(path: Path, manifest: dict, debris) -> None:
+    """Replace ``path/manifest.json`` by ``manifest`` in one step, then remove gbxfer's own
+    entries (``debris(name)``: earlier versions, files of killed writes) that it does not
+    name; nothing else in the folder is touched."""
     path = Path(path)
     manifest = {**manifest, "gbxfer_version": __version__,
                 "saved": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
@@ -92,14 +100,22 @@ def switch_manifest(path: Path, manifest: dict, old: dict | None, debris) -> Non
     fsync(tmp)
     os.replace(tmp, path / MANIFEST)
     fsync(path)
-    keep = {Path(name).parts[0] for name in manifest["files"]} | {MANIFEST}
-    stale = {Path(name).parts[0] for name in (old or {}).get("files", {}) if isinstance(name, str)}
+    keep = {Path(name).parts[0] for name in manifest["files"]}
     for entry in path.iterdir():
-        if entry.name in keep:
-            continue
-        if entry.name in stale or debris(entry.name) or re.fullmatch(
-                r"\.manifest-[0-9a-f]{12}\.tmp", entry.name):
+        if entry.name not in keep and _ours(entry.name, debris):
             shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+
+
+def write_file(path: Path, write) -> None:
+    """Write one output file whole or not at all: ``write(temporary path)``, then a rename."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{new_token()}.tmp")
+    try:
+        write(tmp)
+        fsync(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def read_manifest(path: Path, format_name: str, versions, what: str) -> dict:

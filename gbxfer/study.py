@@ -69,7 +69,7 @@ class TrialSeededSampler(optuna.samplers.BaseSampler):
 
     def _sampler(self, trial) -> optuna.samplers.TPESampler:
         if trial.number != self._number:
-            state = np.random.SeedSequence([self.seed, trial.number]).generate_state(1)[0]
+            state = np.random.SeedSequence([self.seed % 2**64, trial.number]).generate_state(1)[0]
             self._number, self._tpe = trial.number, optuna.samplers.TPESampler(seed=int(state))
         return self._tpe
 
@@ -84,6 +84,11 @@ class TrialSeededSampler(optuna.samplers.BaseSampler):
                                                        param_distribution)
 
     def before_trial(self, study, trial) -> None:
+        # the trial's first heartbeat, as soon as it exists: Optuna beats only once the
+        # objective starts, and a trial killed before its first beat would never go stale
+        storage = study._storage
+        if getattr(storage, "get_heartbeat_interval", lambda: None)():
+            storage.record_heartbeat(trial._trial_id)
         self._sampler(trial).before_trial(study, trial)
 
     def after_trial(self, study, trial, state, values) -> None:
@@ -102,9 +107,15 @@ def study_storage(url: str | None):
         retry = getattr(optuna.storages, "RetryHeartbeatStaleTrialCallback", None)
         callback = ({"heartbeat_stale_trial_callback": retry(max_retry=3)} if retry else
                     {"failed_trial_callback": optuna.storages.RetryFailedTrialCallback(3)})
-        return optuna.storages.RDBStorage(url, engine_kwargs=engine,
-                                          heartbeat_interval=HEARTBEAT_SECS,
-                                          grace_period=GRACE_SECS, **callback)
+        for attempt in range(5):
+            try:
+                return optuna.storages.RDBStorage(url, engine_kwargs=engine,
+                                                  heartbeat_interval=HEARTBEAT_SECS,
+                                                  grace_period=GRACE_SECS, **callback)
+            except Exception:  # noqa: BLE001 - workers creating one database's tables race
+                if attempt == 4:  # (a unique-constraint error for all but one): not a race
+                    raise
+                time.sleep(0.2 * (attempt + 1))
 
 
 def open_study(name: str, storage: str | None, seed: int) -> optuna.Study:
@@ -118,7 +129,8 @@ def _run(study: optuna.Study, objective, n_trials: int) -> optuna.Study:
     do: a trial starts only while fewer than ``n_trials`` are finished, running or queued with
     a lower number (numbers are the storage's order, so concurrent workers agree on who is
     over budget); a worker with nothing to start waits for the others' trials to finish or,
-    if their worker died, to go stale and be queued again."""
+    if their worker died, to go stale and be queued again. A worker stops after ``n_trials``
+    of its own trials failed (an objective with no score)."""
     def within_budget(trial):
         ahead = [t for t in study.get_trials(deepcopy=False, states=TAKEN)
                  if t.number < trial.number]
@@ -126,7 +138,8 @@ def _run(study: optuna.Study, objective, n_trials: int) -> optuna.Study:
             raise optuna.TrialPruned("the budget is taken by other trials")
         return objective(trial)
 
-    while True:
+    failed = []
+    while len(failed) < n_trials:
         with warnings.catch_warnings():  # a no-op on storages without heartbeat
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             optuna.storages.fail_stale_trials(study)
@@ -137,7 +150,8 @@ def _run(study: optuna.Study, objective, n_trials: int) -> optuna.Study:
                 t.state == TrialState.WAITING for t in trials):  # a queued one is run next
             time.sleep(POLL_SECS)
             continue
-        study.optimize(within_budget, n_trials=1, catch=())
+        study.optimize(within_budget, n_trials=1, catch=(), callbacks=[
+            lambda _, t: failed.append(t.number) if t.state == TrialState.FAIL else None])
     if not any(t.state == TrialState.COMPLETE for t in study.trials):
         raise GbxferError(f"no trial of study {study.study_name!r} finished with a score (too "
                           "few shots or groups to cross-validate?)")

@@ -35,7 +35,7 @@ import optuna
 from optuna.trial import TrialState
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import print_table, write_results  # noqa: E402
+from _results import RESULTS, print_table, stamp, write_results  # noqa: E402
 
 from gbxfer import load_dataset  # noqa: E402
 from gbxfer.errors import GbxferError  # noqa: E402
@@ -152,6 +152,15 @@ def kill_after(procs, delay: float) -> bool:
     return alive
 
 
+def wait(proc, timeout: float) -> int:
+    """Exit status, or "hung" (and the process group killed) after ``timeout`` s."""
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_after([proc], 0)
+        return "hung"
+
+
 def fingerprint(fn, path: Path):
     try:
         return fn(path) if path.exists() else None
@@ -225,7 +234,7 @@ def crash_study(work: Path, kills: int, rng) -> dict:
         killed = kill_after(start([study_argv(work, db)] * 3), delay)
         after = study_state(db) if db.exists() else {"complete": 0, "duplicates": 0}
         rerun_start = time.monotonic()
-        codes = [p.wait() for p in start([study_argv(work, db)] * 3)]
+        codes = [wait(p, 600) for p in start([study_argv(work, db)] * 3)]
         final = study_state(db)
         rows.append({"command": "study", "kill": i, "at_s": round(delay, 2), "killed": killed,
                      "intact": after["complete"] <= 6 and after["duplicates"] == 0,
@@ -243,7 +252,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--only", help="comma-separated commands")
+    parser.add_argument("--only", help="comma-separated commands; their rows replace those "
+                                       "of the same commands in the results already written")
     parser.add_argument("--work", type=Path, help="scratch folder (default: a temporary one)")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="gbxfer-crash-"))
@@ -252,6 +262,7 @@ def main() -> None:
     names = args.only.split(",") if args.only else [
         "ingest", "train", "train-per-target", "prune", "transfer", "study", "collect"]
     rows, seconds = [], {}
+    commit = stamp()["commit"]
     for name, (old, new, fn) in commands(work, args.seed).items():
         if name in names:
             result = crash_command(name, old, new, fn, work, args.kills, rng)
@@ -261,6 +272,14 @@ def main() -> None:
             result = crash_study(work, args.kills, rng)
             rows += result["rows"]
             seconds["study"] = result["seconds"]
+    for row in rows:
+        row["commit"] = commit
+    if args.only and (RESULTS / "crash_test.json").exists():  # keep the other commands' runs
+        kept = json.loads((RESULTS / "crash_test.json").read_text())
+        rows = [r for r in kept["runs"] if r["command"] not in names] + rows
+        seconds = {**{k: v for k, v in kept.get("full_run_s", {}).items()
+                      if k not in names}, **seconds}
+        names = list(dict.fromkeys([r["command"] for r in rows]))
     table = []
     for name in names:
         mine = [r for r in rows if r["command"] == name]
@@ -278,7 +297,8 @@ def main() -> None:
                        left_running=sum(r["left_running"] for r in mine))
         table.append(row)
     print_table(table)
-    write_results("crash_test", table, kills=args.kills, seed=args.seed, runs=rows)
+    write_results("crash_test", table, kills=args.kills, seed=args.seed, full_run_s=seconds,
+                  runs=rows)
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ def test_other_schema_version_names_both_versions(ansor_a100_dataset, tmp_path):
 
 def test_refuses_to_write_into_a_foreign_folder(ansor_a100_dataset, tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
-    with pytest.raises(GbxferError, match="not empty"):
+    with pytest.raises(GbxferError, match="refusing to write"):
         ansor_a100_dataset.save(tmp_path)
 
 

@@ -90,7 +90,8 @@ def test_hardware_names_from_data_never_become_paths(models, tmp_path, name):
 
 
 def test_profiles_whose_slugs_collide_get_their_own_folders():
-    assert member_folder("a/b") != member_folder("a_b") != member_folder("a-b")
+    names = ["a/b", "a-b", "a b", "a_b", "../a-b"]
+    assert len({member_folder(n) for n in names}) == len(names)
 
 
 def test_a_truncated_lightgbm_booster_is_an_error_not_a_crash(models, tmp_path):
@@ -204,3 +205,41 @@ def test_valid_records_with_latencies_out_of_domain_neither_save_nor_train(gpus,
     assert not (tmp_path / "ds").exists()
     with pytest.raises(GbxferError, match="latency"):
         train(bad, CONFIG)
+
+
+@pytest.mark.parametrize("what", ["dataset", "model"])
+def test_a_first_save_killed_midway_does_not_block_the_rerun(gpus, models, tmp_path,
+                                                             monkeypatch, what):
+    thing = gpus if what == "dataset" else models[1]
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(os, "replace", killed)
+    with pytest.raises(KeyboardInterrupt):
+        thing.save(tmp_path / "out")
+    monkeypatch.undo()
+    assert any((tmp_path / "out").iterdir())  # the killed save's files, and no manifest
+    thing.save(tmp_path / "out")
+    loaded = Dataset.load(tmp_path / "out") if what == "dataset" else SavedModel.load(
+        tmp_path / "out")
+    assert len(loaded.records if what == "dataset" else loaded.columns) > 0
+    assert len([e for e in (tmp_path / "out").iterdir() if e.name != MANIFEST]) == (
+        2 if what == "dataset" else 1)  # the new version only
+
+
+def test_a_save_removes_only_files_named_as_gbxfer_names_them(gpus, tmp_path):
+    gpus.save(tmp_path / "ds")
+    for name in ("tasks", "records", "v-0123456789ab.txt", "records-0123.parquet"):
+        (tmp_path / "ds" / name).write_text("mine")
+    gpus.save(tmp_path / "ds")
+    for name in ("tasks", "records", "v-0123456789ab.txt", "records-0123.parquet"):
+        assert (tmp_path / "ds" / name).read_text() == "mine"
+
+
+def test_a_model_folder_of_schema_version_1_names_its_version(tmp_path):
+    from gbxfer.errors import SchemaVersionError
+
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "model.json").write_text('{"schema_version": 1}')
+    with pytest.raises(SchemaVersionError, match="schema version 1"):
+        SavedModel.load(tmp_path / "old")

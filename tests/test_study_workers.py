@@ -57,10 +57,9 @@ def test_a_killed_workers_trial_is_failed_and_run_again(tmp_path, monkeypatch):
     monkeypatch.setattr(study_module, "GRACE_SECS", 2)
     storage = f"sqlite:///{tmp_path / 's.db'}"
     study = open_study("s", storage, 0)
-    killed = study.ask()  # a worker starts a trial, says it is alive once, and dies
+    killed = study.ask()  # a worker starts a trial and dies before its objective runs
     killed.suggest_float("x", 0, 1)
     killed.suggest_int("k", 1, 1000)
-    optuna.storages.RDBStorage(storage).record_heartbeat(killed._trial_id)
     start = time.monotonic()
     _run(open_study("s", storage, 0), _objective, 3)
     trials = optuna.load_study(study_name="s", storage=storage).trials
@@ -69,3 +68,19 @@ def test_a_killed_workers_trial_is_failed_and_run_again(tmp_path, monkeypatch):
     assert killed.params in [t.params for t in trials[1:] if t.state == TrialState.COMPLETE]
     assert not [t for t in trials if t.state in (TrialState.RUNNING, TrialState.WAITING)]
     assert time.monotonic() - start >= 2  # it waited for the heartbeat to go stale
+
+
+def test_a_study_whose_trials_never_score_stops_with_an_error(tmp_path):
+    import pytest
+
+    from gbxfer.errors import GbxferError
+
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    with pytest.raises(GbxferError, match="no trial"):
+        _run(open_study("s", storage, 0), lambda t: float("nan"), 3)
+    assert len(optuna.load_study(study_name="s", storage=storage).trials) == 3
+
+
+def test_a_negative_seed_seeds_like_any_other(tmp_path):
+    done = _params(_run(open_study("s", f"sqlite:///{tmp_path / 's.db'}", -1), _objective, 2))
+    assert len(set(done)) == 2

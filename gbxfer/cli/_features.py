@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import GbxferError
+from ..manifests import write_file
 from ..features import BLOCKS, build
 from ._common import command_stamp, input_path, load_dataset_arg, output_file
 
@@ -70,8 +71,8 @@ def run(args) -> int:
                            pd.DataFrame(fm.X, columns=fm.columns)], axis=1)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         if args.out.suffix == ".csv":
-            frame.to_csv(args.out, index=False)
+            write_file(args.out, lambda tmp: frame.to_csv(tmp, index=False))
         else:
-            frame.to_parquet(args.out, index=False)
+            write_file(args.out, lambda tmp: frame.to_parquet(tmp, index=False))
         log.info("wrote %s: %d records x %d features", args.out, *fm.X.shape)
     return 0

@@ -7,6 +7,7 @@ import logging
 import numpy as np
 
 from ..errors import GbxferError
+from ..manifests import write_file
 from ..model import load_model_config, load_models, save_models
 from ..model._saved import member_folder
 from ..splits import SplitSpec
@@ -22,7 +23,7 @@ def add_parser(verbs, common):
         "train", parents=[common], help="train a cost model on a dataset",
         description="Train a ranking booster on a dataset's valid records: on one hardware "
                     "profile (--target PROFILE), one joint model on all (--target all), or one "
-                    "model per profile (--per-target, under MODEL/<profile>). With --holdout "
+                    "model per profile (--per-target, in one model folder). With --holdout "
                     "the split's test part is left out; the split and the training record ids "
                     "are stored in the model, so that `gbxfer evaluate` scores only the rest.")
     p.add_argument("dataset", type=input_path, metavar="DATASET",
@@ -187,7 +188,7 @@ def run_predict(args) -> int:
         raise GbxferError("no record of the dataset can be scored by this model")
     out = pd.concat(frames, ignore_index=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)  # as for every --out of gbxfer
-    out.to_csv(args.out, index=False)
+    write_file(args.out, lambda tmp: out.to_csv(tmp, index=False))
     log.info("wrote %d scores to %s", len(out), args.out)
     return 0
 
@@ -220,7 +221,7 @@ def run_explain(args) -> int:
         fig.tight_layout()
         png = args.model / ("importance.png" if hw is None else
                             f"importance-{member_folder(hw)}.png")
-        fig.savefig(png, dpi=120)
+        write_file(png, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
         plt.close(fig)
         log.info("wrote %s", png)
     return 0

@@ -9,6 +9,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import GbxferError
+from ..manifests import write_file
 from ..model import SavedModel, load_model_config
 from ..splits import SplitSpec
 from ._common import (SHOTS_HELP, fraction, input_path, load_dataset_arg, output_file,
@@ -30,7 +31,10 @@ def storage_url(text: str) -> str:
     if text.startswith("sqlite"):  # sqlite:///relative.db, sqlite:////absolute.db
         database = match["rest"].partition("?")[0][1:]
         folder = Path(database).parent
-        if database not in ("", ":memory:") and not folder.is_dir():
+        if database in ("", ":memory:"):  # every connection would see its own empty database
+            raise argparse.ArgumentTypeError(f"{text}: an in-memory database cannot hold a "
+                                             "study; name a file, sqlite:///FILE.db")
+        if not folder.is_dir():
             raise argparse.ArgumentTypeError(f"{text}: no such folder {folder}")
     return text
 
@@ -124,9 +128,9 @@ def run(args) -> int:
     print(f"best {args.metric} {best.value:.4f} (trial {best.number}) {best.params}")
     if args.export:
         args.export.parent.mkdir(parents=True, exist_ok=True)
-        args.export.write_text(f"# exported by gbxfer study {args.kind} "
-                               f"(study {args.study_name}, best trial {best.number})\n"
-                               + yaml.safe_dump(best_config(study, args.kind, base),
-                                                sort_keys=False))
+        text = (f"# exported by gbxfer study {args.kind} (study {args.study_name}, best trial "
+                f"{best.number})\n" + yaml.safe_dump(best_config(study, args.kind, base),
+                                                    sort_keys=False))
+        write_file(args.export, lambda tmp: tmp.write_text(text))
         log.info("wrote %s", args.export)
     return 0

@@ -19,6 +19,7 @@ import yaml
 
 from ..config_files import find_config
 from ..errors import GbxferError
+from ..records.targets import profile_name_problem
 
 @dataclasses.dataclass(frozen=True)
 class HardwareProfile:
@@ -44,6 +45,9 @@ def load_profile(name_or_path: str) -> HardwareProfile:
         if not isinstance(doc.get(key), kind) or isinstance(doc.get(key), bool):
             raise GbxferError(f"{path}: field {key!r} must be a {kind.__name__}, "
                               f"got {doc.get(key)!r}")
+    problem = profile_name_problem(doc["name"]) or profile_name_problem(doc["family"])
+    if problem:
+        raise GbxferError(f"{path}: name {doc['name']!r} or family {doc['family']!r} {problem}")
     if "kind" not in doc["target"]:
         raise GbxferError(f"{path}: target needs a 'kind' (llvm, cuda, ...)")
     if doc["threads"] <= 0:

@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from .._version import __version__
-from ..errors import GbxferError
-from ..manifests import (file_entry, new_token, prepare_folder, read_json, read_manifest,
-                         switch_manifest, verify_files)
+from ..errors import GbxferError, SchemaVersionError
+from ..manifests import (file_entry, fsync, new_token, prepare_folder, read_json,
+                         read_manifest, switch_manifest, verify_files)
 from ._attention import GroupGate
 from ._ranker import GBCostRanker
 
@@ -150,16 +150,18 @@ def save_models(path, models: dict) -> Path:
     path = Path(path)
     if not models or (None in models and len(models) > 1):
         raise GbxferError("a model folder holds one model, or one per hardware profile")
-    old = prepare_folder(path, FORMAT_NAME, "model")
+    prepare_folder(path, FORMAT_NAME, "model", _DEBRIS.fullmatch)
     version = f"v-{new_token()}"
     members, files = [], {}
     for hardware, model in models.items():
         folder = f"{version}/{member_folder(hardware)}"
         for name in model._write(path / folder):
             files[f"{folder}/{name}"] = file_entry(path, f"{folder}/{name}")
+        fsync(path / folder)
         members.append({"hardware": hardware, "folder": folder})
+    fsync(path / version)
     switch_manifest(path, {"format": FORMAT_NAME, "schema_version": MODEL_SCHEMA_VERSION,
-                           "models": members, "files": files}, old, _DEBRIS.fullmatch)
+                           "models": members, "files": files}, _DEBRIS.fullmatch)
     return path
 
 
@@ -167,6 +169,10 @@ def load_models(path) -> dict:
     """``{hardware profile: SavedModel}`` of a per-target folder, ``{None: SavedModel}`` of a
     folder holding one model; every file verified against the manifest first."""
     path = Path(path)
+    if not (path / "manifest.json").exists() and (path / "model.json").is_file():
+        raise SchemaVersionError(f"{path}: a model of schema version 1 (model.json at the top), "
+                                 f"which gbxfer {__version__} cannot read (it reads version "
+                                 f"{MODEL_SCHEMA_VERSION}): train it again")
     manifest = read_manifest(path, FORMAT_NAME, (MODEL_SCHEMA_VERSION,), "model")
     verify_files(path, manifest)
     members = manifest.get("models")
@@ -176,10 +182,13 @@ def load_models(path) -> dict:
         raise GbxferError(f"{path}: the manifest's 'models' must list folder and hardware")
     models = {}
     for member in members:
-        folder = member["folder"]
-        if not all(f"{folder}/{name}" in manifest["files"] for name in ("model.json",)):
-            raise GbxferError(f"{path}: model folder {folder!r} is not in the manifest's files")
-        models[member["hardware"]] = SavedModel._read(path / folder)
+        folder, hardware = member["folder"], member["hardware"]
+        if hardware in models or not any(name.startswith(f"{folder}/booster.")
+                                         for name in manifest["files"]) \
+                or f"{folder}/model.json" not in manifest["files"]:
+            raise GbxferError(f"{path}: model {folder!r} is listed twice or its files are not "
+                              "in the manifest's files")
+        models[hardware] = SavedModel._read(path / folder)
     if None in models and len(models) > 1:
         raise GbxferError(f"{path}: the manifest mixes a joint model with per-profile ones")
     return models

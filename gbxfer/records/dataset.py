@@ -128,7 +128,7 @@ class Dataset:
         folder must be new, empty or a dataset (a user's other files are never removed)."""
         path = Path(path)
         self.validate("the dataset to save")
-        old = prepare_folder(path, FORMAT_NAME, "dataset")
+        prepare_folder(path, FORMAT_NAME, "dataset", _DEBRIS.fullmatch)
         token = new_token()
         tables = {"records": f"records-{token}.parquet", "tasks": f"tasks-{token}.parquet"}
         _write_parquet(self.records, RECORD_SCHEMA, path / tables["records"])
@@ -140,21 +140,21 @@ class Dataset:
                     "format": FORMAT_NAME, "schema_version": SCHEMA_VERSION,
                     "tables": tables, "n_records": len(self.records),
                     "files": {name: file_entry(path, name) for name in tables.values()}}
-        switch_manifest(path, manifest, old, _DEBRIS.fullmatch)
+        switch_manifest(path, manifest, _DEBRIS.fullmatch)
         self.manifest = read_manifest(path, FORMAT_NAME, (SCHEMA_VERSION,), "dataset")
         return path
 
     def validate(self, where: str = "dataset") -> None:
         """Raise :class:`GbxferError` naming the first record out of its domain: record ids
-        unique; hardware and task named; a valid record has finite, positive costs and a
-        latency among them; an invalid one has no latency; every task described."""
+        unique; ids, hardware and task named; a valid record has finite, positive costs and a
+        latency among them; an invalid one has no latency; every record's task in the tasks table."""
         r = self.records
         problems = []
         if r["record_id"].duplicated().any():
             problems.append(("duplicate record_id", r["record_id"].duplicated().to_numpy()))
         for column in ("record_id", "program_id", "task_key", "hardware"):
-            problems.append((f"empty {column}", ~r[column].map(
-                lambda v: isinstance(v, str) and bool(v)).to_numpy(dtype=bool)))
+            problems.append((f"empty {column}",
+                             (r[column].fillna("").astype(str).str.len() == 0).to_numpy()))
         valid = r["valid"].to_numpy(dtype=bool)
         latency = r["latency"].to_numpy(dtype=float)
         try:
@@ -246,8 +246,8 @@ class Dataset:
                 "family": str(g["hardware_family"].iloc[0]),
                 "n_lines": int(g["n_measurements"].sum()),
                 "n_records": int(len(g)),
-                "n_valid": int(g["valid"].sum()),
-                "n_failed": int((~g["valid"]).sum()),
+                "n_valid": int(g["valid"].astype(bool).sum()),
+                "n_failed": int((~g["valid"].astype(bool)).sum()),  # object dtype: ~True is -2
                 "n_failed_measurements": int(g["n_failed"].sum()),
                 "n_tasks": int(g["task_key"].nunique()),
                 "n_programs": int(g["program_id"].nunique()),
@@ -267,8 +267,8 @@ class Dataset:
         return {
             "n_lines": int(r["n_measurements"].sum()),
             "n_records": int(len(r)),
-            "n_valid": int(r["valid"].sum()),
-            "n_failed": int((~r["valid"]).sum()),
+            "n_valid": int(r["valid"].astype(bool).sum()),
+            "n_failed": int((~r["valid"].astype(bool)).sum()),
             "n_tasks": int(r["task_key"].nunique()),
             "n_programs": int(r["program_id"].nunique()),
             "n_programs_on_every_hardware": int((per_program == n_hw).sum()) if n_hw else 0,

@@ -8,6 +8,7 @@ logs) get NaN, never zeros. Results are cached per program in the user cache dir
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from pathlib import Path
@@ -102,7 +103,8 @@ def per_store_features(dataset, progress: bool = True, use_cache: bool = True,
     frames = []
     for task_key, group in tqdm(records.groupby("task_key", sort=False), desc="per-store",
                                 unit=" task", disable=None if progress else True):
-        cache = folder / f"{task_key}.parquet"
+        # the task key comes from the data: hashed, never a path
+        cache = folder / f"{hashlib.sha256(task_key.encode()).hexdigest()[:32]}.parquet"
         cached = pd.read_parquet(cache) if use_cache and cache.exists() else None
         todo = group if cached is None else group[~group["program_id"].isin(cached.index)]
         if len(todo):
