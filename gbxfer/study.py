@@ -232,11 +232,16 @@ def study_transfer(model, source: Dataset, target: Dataset, shots, n_trials: int
     if "source_only" not in study.user_attrs:
         study.set_user_attr("source_only", cross_validate(TransferConfig(extra_rounds=0))[1])
     if not study.trials:
-        default = TransferConfig()
-        study.enqueue_trial({key: getattr(default, key) for key in (
-            "mode", "target_weight", "temperature", "source_fraction", "extra_rounds",
-            "learning_rate")}, skip_if_exists=True)
+        study.enqueue_trial(_default_params(), skip_if_exists=True)
     return _run(study, objective, n_trials)
+
+
+def _default_params() -> dict:
+    """The default :class:`TransferConfig` as study parameters (the first trial's)."""
+    default = TransferConfig()
+    return {key: getattr(default, key) for key in (
+        "mode", "target_weight", "temperature", "source_fraction", "extra_rounds",
+        "learning_rate")}
 
 
 def chosen_transfer(study: optuna.Study) -> TransferConfig:
@@ -252,9 +257,11 @@ def chosen_transfer(study: optuna.Study) -> TransferConfig:
     done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     if not done:
         raise GbxferError(f"study {study.study_name!r} has no finished trial")
+    # the default trial, wherever a retry or another worker put it
+    default = next((t for t in done if t.params == _default_params()), done[0])
     best = max(done, key=lambda t: t.value)
     candidates = [(TransferConfig(extra_rounds=0), study.user_attrs.get("source_only")),
-                  (TransferConfig(**done[0].params), done[0].user_attrs.get("by_group")),
+                  (TransferConfig(**default.params), default.user_attrs.get("by_group")),
                   (TransferConfig(**best.params), best.user_attrs.get("by_group"))]
     reference = candidates[-1][1] or {}
     for config, by_group in candidates:

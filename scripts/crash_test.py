@@ -1,6 +1,9 @@
 """kill -9 at random moments of each writing command; after each kill the output must be the
 old complete version or the new one, and a rerun must complete with the new one.
 
+Every other kill starts from no output at all (a first write: afterwards there must be none,
+or the new version); the others from an old version (afterwards: the old one or the new one).
+
 Commands (on ``small``, a 10% random sample of ``bundled``):
   ingest            example MetaSchedule database + the Ansor sample, over an older ingest
   train             joint model, over one trained with another seed
@@ -162,8 +165,12 @@ def wait(proc, timeout: float) -> int:
 
 
 def fingerprint(fn, path: Path):
+    """What the output holds; None when there is none yet (no folder, or a killed first write:
+    no manifest)."""
+    if not path.exists() or (fn is not collect_print and not (path / "manifest.json").exists()):
+        return None
     try:
-        return fn(path) if path.exists() else None
+        return fn(path)
     except (GbxferError, ValueError, OSError) as exc:
         return f"unreadable: {exc}"
 
@@ -183,20 +190,23 @@ def crash_command(name, old, new, fn, work: Path, kills: int, rng) -> dict:
     rows = []
     for i in range(kills):
         shutil.rmtree(out, ignore_errors=True)
-        if old:
+        first_write = old is None or i % 2 == 1  # every other kill: no old version to keep
+        if not first_write:
             shutil.copytree(old_copy, out)
         delay = rng.uniform(0.02, 1.0) * seconds
         killed = kill_after(start([sub(new)]), delay)
         after = fingerprint(fn, out)
-        intact = (after in (old_print, new_print) if name != "collect" else
+        before = None if first_write else old_print
+        intact = (after in (before, new_print) if name != "collect" else
                   isinstance(after, int) or after is None)
         run(sub(new))
         rerun = fingerprint(fn, out)
         rerun_ok = rerun == new_print if name != "collect" else rerun == 4
         rows.append({"command": name, "kill": i, "at_s": round(delay, 2), "killed": killed,
-                     "intact": bool(intact), "rerun_ok": bool(rerun_ok),
-                     "state": ("old" if after == old_print else "new" if after == new_print
-                               else str(after)[:80])})
+                     "first_write": first_write, "intact": bool(intact),
+                     "rerun_ok": bool(rerun_ok),
+                     "state": ("none" if after is None else "old" if after == before else
+                               "new" if after == new_print else str(after)[:80])})
         print(f"{name} #{i}: kill at {delay:.1f}s -> {rows[-1]['state']}, rerun "
               f"{'ok' if rerun_ok else 'WRONG'}", flush=True)
     return {"rows": rows, "seconds": seconds}
@@ -285,8 +295,9 @@ def main() -> None:
         mine = [r for r in rows if r["command"] == name]
         if not mine:
             continue
-        row = {"command": name, "full_run_s": round(seconds[name], 1), "runs": len(mine),
+        row = {"command": name, "full_run_s": round(seconds.get(name, float("nan")), 1), "runs": len(mine),
                "killed_midway": sum(r["killed"] for r in mine),
+               "left_none": sum(r["state"] == "none" for r in mine),
                "left_old": sum(r["state"] == "old" for r in mine),
                "left_new": sum(r["state"] == "new" for r in mine),
                "intact_pct": 100.0 * sum(r["intact"] for r in mine) / len(mine),

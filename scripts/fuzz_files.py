@@ -1,6 +1,6 @@
 """Mutated gbxfer files: every change to a dataset or model folder is detected on load.
 
-Each case copies a small saved dataset or model, mutates one of its files (a flipped bit, a
+Each case copies a small saved dataset, a model or per-profile models, mutates one of its files (a flipped bit, a
 truncation, an inserted or deleted byte; in a JSON file also a field replaced by a value of
 another type or removed) and loads the copy. A change of content must be a
 :class:`~gbxfer.errors.GbxferError` (a checksum, the manifest's own checksum, or a check of the
@@ -24,21 +24,26 @@ import numpy as np
 
 from gbxfer import Dataset, load_bundled, train
 from gbxfer.errors import GbxferError
-from gbxfer.model import load_models
+from gbxfer.model import load_models, save_models
 
-FILES = {"dataset": ("manifest.json", "records-", "tasks-"),
-         "model": ("manifest.json", "booster.txt", "model.json")}
+FILES = {"dataset": ("manifest.json", "records-", "tasks-", "per_store-"),
+         "model": ("manifest.json", "booster.txt", "model.json"),
+         "per-target": ("manifest.json", "booster.json", "model.json")}
 MUTATIONS = ("flip", "truncate", "insert", "delete", "field")
 ODD_VALUES = (None, -1, 0, 1e300, "x", "../../etc", [], {}, True, [1, "a"])
 
 
 def make_originals(folder: Path) -> dict:
-    """A 300-record dataset and a 10-tree model of it, saved under ``folder``."""
+    """A 300-record dataset (with per-store features), a 10-tree LightGBM model of it and
+    per-profile XGBoost models, saved under ``folder``."""
     bundled = load_bundled()
     small = bundled.select(np.random.default_rng(0).choice(len(bundled), 300, replace=False))
     small.manifest = {"sources": [{"path": "bundled sample"}]}
     small.save(folder / "dataset")
     train(small, {"params": {"n_estimators": 10, "num_leaves": 7}}).save(folder / "model")
+    xgboost = {"params": {"backend": "xgboost", "n_estimators": 5, "num_leaves": 7}}
+    save_models(folder / "per-target", {hw: train(small, xgboost, target=hw)
+                                        for hw in small.hardware[:2]})
     return {kind: folder / kind for kind in FILES}
 
 
@@ -93,7 +98,8 @@ def fingerprint(kind: str, folder: Path):
     if kind == "dataset":
         ds = Dataset.load(folder)
         return (ds.records["record_id"].tolist(), ds.records["latency"].tolist())
-    return {hw: m.ranker.booster_.model_to_string() for hw, m in load_models(folder).items()}
+    return {hw: m.ranker.booster_.model_to_string() if m.ranker.backend == "lightgbm" else
+            bytes(m.ranker.booster_.save_raw("json")) for hw, m in load_models(folder).items()}
 
 
 def run_case(originals: dict, kind: str, prefix: str, mutation: str, rng: random.Random,

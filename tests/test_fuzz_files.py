@@ -15,7 +15,7 @@ from conftest import load_script
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-EXAMPLES = 250  # per file: the file runs in about 20 s on two cores
+EXAMPLES = 200  # per file: the file runs in about 20 s on two cores
 fuzz = load_script("fuzz_files")
 SCRATCH = Path(tempfile.mkdtemp(prefix="gbxfer-fuzz-files-"))  # Hypothesis reuses no tmp_path
 atexit.register(shutil.rmtree, SCRATCH, True)
