@@ -14,6 +14,8 @@ Commands (on ``small``, a 10% random sample of ``bundled``):
                     finished are <= the budget and distinct; the rerun (3 workers again) ends
                     with exactly the budget finished, no duplicate parameters, none RUNNING
   collect           1 task x 4 programs on this machine (MetaSchedule lines whole, no repeat)
+  dataset-save      (--only) a process saving two datasets in turn into one folder, killed at a
+  model-save        random moment of its loop; a joint model and per-profile models in turn
 
 A fingerprint is what a version holds, not how it is stored: a dataset's records (ids,
 latencies), a model's boosters and training record ids. ``python scripts/crash_test.py
@@ -212,6 +214,58 @@ def crash_command(name, old, new, fn, work: Path, kills: int, rng) -> dict:
     return {"rows": rows, "seconds": seconds}
 
 
+SAVER = """
+import sys
+from gbxfer import load_dataset, train
+from gbxfer.model import save_models
+kind, small, out = sys.argv[1], load_dataset(sys.argv[2]), sys.argv[3]
+if kind == "dataset-save":
+    versions = [small.filter(hardware=small.hardware[:2]), small]
+    save = lambda v, path: v.save(path)
+else:  # a joint model and per-profile models, in turn
+    config = {"params": {"n_estimators": 20, "num_leaves": 7}}
+    versions = [{None: train(small, config)},
+                {hw: train(small, config, target=hw) for hw in small.hardware[:3]}]
+    save = lambda v, path: save_models(path, v)
+save(versions[0], out + "-a")
+save(versions[1], out + "-b")
+print("ready", flush=True)
+for i in range(10**6 if sys.argv[4] == "loop" else 1):
+    save(versions[i % 2], out)
+"""
+
+
+def crash_saves(name: str, work: Path, kills: int, rng) -> dict:
+    """kill -9 a process saving two versions in turn into one folder, at a random moment of
+    its saves (the few milliseconds a command spends writing are where a kill matters)."""
+    out = work / f"out-{name}"
+    fn = dataset_print if name == "dataset-save" else model_print
+    argv = [sys.executable, "-c", SAVER, name, str(work / "small"), str(out)]
+    rows, seconds = [], 0.0
+    for i in range(kills):
+        for path in (out, Path(f"{out}-a"), Path(f"{out}-b")):
+            shutil.rmtree(path, ignore_errors=True)
+        proc = subprocess.Popen([*argv, "loop"], stdout=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        proc.stdout.readline()  # "ready": both versions saved once, the loop starts
+        delay = rng.uniform(0.0, 3.0)
+        killed = kill_after([proc], delay)
+        versions = (fingerprint(fn, Path(f"{out}-a")), fingerprint(fn, Path(f"{out}-b")))
+        after = fingerprint(fn, out)
+        start_time = time.monotonic()
+        run([*argv, "once"])
+        seconds = time.monotonic() - start_time
+        rerun_ok = fingerprint(fn, out) == versions[0]
+        rows.append({"command": name, "kill": i, "at_s": round(delay, 2), "killed": killed,
+                     "first_write": False, "intact": after in (None, *versions),
+                     "rerun_ok": rerun_ok,
+                     "state": ("none" if after is None else "old" if after == versions[1]
+                               else "new" if after == versions[0] else str(after)[:80])})
+        print(f"{name} #{i}: kill at {delay:.2f}s -> {rows[-1]['state']}, rerun "
+              f"{'ok' if rerun_ok else 'WRONG'}", flush=True)
+    return {"rows": rows, "seconds": seconds}
+
+
 def study_argv(work: Path, db: Path):
     return [*GBXFER, "study", "model", str(work / "small"), "--trials", "6", "--storage",
             f"sqlite:///{db}", "--study-name", "crash", "--config", str(work / "study.yaml"),
@@ -265,6 +319,8 @@ def main() -> None:
     parser.add_argument("--only", help="comma-separated commands; their rows replace those "
                                        "of the same commands in the results already written")
     parser.add_argument("--work", type=Path, help="scratch folder (default: a temporary one)")
+    parser.add_argument("--name", default="crash_test",
+                        help="results file name under scripts/results (default: crash_test)")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="gbxfer-crash-"))
     prepare(work)
@@ -282,10 +338,15 @@ def main() -> None:
             result = crash_study(work, args.kills, rng)
             rows += result["rows"]
             seconds["study"] = result["seconds"]
+    for name in ("dataset-save", "model-save"):
+        if name in names:
+            result = crash_saves(name, work, args.kills, rng)
+            rows += result["rows"]
+            seconds[name] = result["seconds"]
     for row in rows:
         row["commit"] = commit
-    if args.only and (RESULTS / "crash_test.json").exists():  # keep the other commands' runs
-        kept = json.loads((RESULTS / "crash_test.json").read_text())
+    if args.only and (RESULTS / f"{args.name}.json").exists():  # the other commands' runs
+        kept = json.loads((RESULTS / f"{args.name}.json").read_text())
         rows = [r for r in kept["runs"] if r["command"] not in names] + rows
         seconds = {**{k: v for k, v in kept.get("full_run_s", {}).items()
                       if k not in names}, **seconds}
@@ -308,7 +369,7 @@ def main() -> None:
                        left_running=sum(r["left_running"] for r in mine))
         table.append(row)
     print_table(table)
-    write_results("crash_test", table, kills=args.kills, seed=args.seed, full_run_s=seconds,
+    write_results(args.name, table, kills=args.kills, seed=args.seed, full_run_s=seconds,
                   runs=rows)
 
 

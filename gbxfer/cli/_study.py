@@ -43,10 +43,10 @@ def check_storage(url: str) -> None:
     """Open the Optuna storage once before any work: a database that cannot be opened (no
     driver installed, no server, no permission, not a database) is then one error line, not a
     traceback after the features are built."""
-    import optuna
+    from ..study import study_storage
 
     try:
-        storage = optuna.storages.RDBStorage(url)
+        storage = study_storage(url)  # retried: workers starting together race to create it
     except Exception as exc:  # ImportError (no driver), SQLAlchemy's errors, ValueError (port)
         # Optuna's ImportError names no module; its cause does ("No module named 'psycopg'")
         cause = f" ({exc.__cause__})" if isinstance(exc, ImportError) and exc.__cause__ else ""
