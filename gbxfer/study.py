@@ -8,6 +8,7 @@ workers); rerunning with the same name continues the study up to ``n_trials`` fi
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import logging
 import time
 import warnings
@@ -48,7 +49,9 @@ def transfer_space(trial: optuna.Trial) -> dict:
 
 
 HEARTBEAT_SECS = 5  # a worker's running trial says it is alive this often
-GRACE_SECS = 20  # ... and is taken for killed after this long without a word
+GRACE_SECS = 30  # ... and is taken for killed after this long without a word
+UNBORN_SECS = 90  # a trial with no parameters yet after this long lost its worker before its
+# first heartbeat (a live one suggests its parameters within milliseconds of starting)
 POLL_SECS = 2.0
 FINISHED = (TrialState.COMPLETE,)
 TAKEN = (TrialState.COMPLETE, TrialState.RUNNING, TrialState.WAITING)
@@ -143,6 +146,7 @@ def _run(study: optuna.Study, objective, n_trials: int) -> optuna.Study:
         with warnings.catch_warnings():  # a no-op on storages without heartbeat
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             optuna.storages.fail_stale_trials(study)
+        _fail_unborn_trials(study)
         trials = study.get_trials(deepcopy=False)
         if sum(t.state in FINISHED for t in trials) >= n_trials:
             break
@@ -156,6 +160,16 @@ def _run(study: optuna.Study, objective, n_trials: int) -> optuna.Study:
         raise GbxferError(f"no trial of study {study.study_name!r} finished with a score (too "
                           "few shots or groups to cross-validate?)")
     return study
+
+
+def _fail_unborn_trials(study: optuna.Study) -> None:
+    """Fail running trials that never got a parameter: their worker died between the trial's
+    creation and its first heartbeat, so Optuna's heartbeat check never sees them."""
+    now = datetime.datetime.now()
+    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        if not t.params and t.datetime_start is not None and (
+                now - t.datetime_start).total_seconds() > UNBORN_SECS:
+            study.tell(t.number, state=TrialState.FAIL, skip_if_finished=True)
 
 
 def study_model(dataset: Dataset, config: ModelConfig, n_trials: int, name: str, storage: str,

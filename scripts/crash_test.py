@@ -137,9 +137,11 @@ def run(argv, timeout=900) -> float:
     return time.monotonic() - start
 
 
-def start(argvs) -> list:
-    return [subprocess.Popen(a, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True) for a in argvs]
+def start(argvs, logs=None) -> list:
+    """Processes in their own groups; their stderr to the files ``logs`` (or nowhere)."""
+    return [subprocess.Popen(a, stdout=subprocess.DEVNULL, start_new_session=True,
+                             stderr=open(logs[i], "w") if logs else subprocess.DEVNULL)
+            for i, a in enumerate(argvs)]
 
 
 def kill_after(procs, delay: float) -> bool:
@@ -298,7 +300,10 @@ def crash_study(work: Path, kills: int, rng) -> dict:
         killed = kill_after(start([study_argv(work, db)] * 3), delay)
         after = study_state(db) if db.exists() else {"complete": 0, "duplicates": 0}
         rerun_start = time.monotonic()
-        codes = [wait(p, 600) for p in start([study_argv(work, db)] * 3)]
+        logs = [work / f"study-worker-{w}.log" for w in range(3)]
+        codes = [wait(p, 600) for p in start([study_argv(work, db)] * 3, logs)]
+        errors = [log.read_text().strip().splitlines()[-1] for log, code in zip(logs, codes)
+                  if code != 0 and log.read_text().strip()]
         final = study_state(db)
         rows.append({"command": "study", "kill": i, "at_s": round(delay, 2), "killed": killed,
                      "intact": after["complete"] <= 6 and after["duplicates"] == 0,
@@ -306,9 +311,10 @@ def crash_study(work: Path, kills: int, rng) -> dict:
                                                                   "running": 0},
                      "state": f"{after['complete']} done", "trials_completed": final["complete"],
                      "duplicates": final["duplicates"], "left_running": final["running"],
+                     "worker_errors": errors,
                      "rerun_s": round(time.monotonic() - rerun_start, 1)})
-        print(f"study #{i}: kill at {delay:.1f}s -> {after}, rerun {final} codes {codes}",
-              flush=True)
+        print(f"study #{i}: kill at {delay:.1f}s -> {after}, rerun {final} codes {codes}"
+              f"{' ' + str(errors) if errors else ''}", flush=True)
     return {"rows": rows, "seconds": seconds, "reference": reference}
 
 

@@ -84,3 +84,14 @@ def test_a_study_whose_trials_never_score_stops_with_an_error(tmp_path):
 def test_a_negative_seed_seeds_like_any_other(tmp_path):
     done = _params(_run(open_study("s", f"sqlite:///{tmp_path / 's.db'}", -1), _objective, 2))
     assert len(set(done)) == 2
+
+
+def test_a_trial_killed_before_its_first_heartbeat_is_failed_too(tmp_path, monkeypatch):
+    monkeypatch.setattr(study_module, "UNBORN_SECS", 1)
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    study = open_study("s", storage, 0)
+    study._storage.create_new_trial(study._study_id)  # created, then its worker died
+    time.sleep(1.5)
+    _run(open_study("s", storage, 0), _objective, 2)
+    trials = optuna.load_study(study_name="s", storage=storage).trials
+    assert trials[0].state == TrialState.FAIL and len(_params(study)) == 2
