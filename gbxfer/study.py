@@ -154,8 +154,15 @@ def _run(study: optuna.Study, objective, n_trials: int) -> optuna.Study:
                 t.state == TrialState.WAITING for t in trials):  # a queued one is run next
             time.sleep(POLL_SECS)
             continue
-        study.optimize(within_budget, n_trials=1, catch=(), callbacks=[
-            lambda _, t: failed.append(t.number) if t.state == TrialState.FAIL else None])
+        try:
+            study.optimize(within_budget, n_trials=1, catch=(), callbacks=[
+                lambda _, t: failed.append(t.number) if t.state == TrialState.FAIL else None])
+        except (ValueError, AssertionError) as exc:  # not the objective's: Optuna's own
+            told = exc if isinstance(exc, ValueError) else exc.__context__
+            if not str(told).startswith("Cannot tell a"):  # "... FAIL trial.": failed meanwhile
+                raise
+            log.warning("a trial of this worker was taken for killed (its heartbeat came later "
+                        "than %d s) and queued again; its retry counts instead", GRACE_SECS)
     if not any(t.state == TrialState.COMPLETE for t in study.trials):
         raise GbxferError(f"no trial of study {study.study_name!r} finished with a score (too "
                           "few shots or groups to cross-validate?)")

@@ -95,3 +95,25 @@ def test_a_trial_killed_before_its_first_heartbeat_is_failed_too(tmp_path, monke
     _run(open_study("s", storage, 0), _objective, 2)
     trials = optuna.load_study(study_name="s", storage=storage).trials
     assert trials[0].state == TrialState.FAIL and len(_params(study)) == 2
+
+
+def test_a_trial_taken_for_killed_while_alive_does_not_stop_its_worker(tmp_path):
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    study = open_study("s", storage, 0)
+
+    def failed_by_another_worker(trial):  # as fail_stale_trials does to a late heartbeat
+        value = _objective(trial)
+        if trial.number == 0:
+            study.tell(0, state=TrialState.FAIL)
+        return value
+    _run(study, failed_by_another_worker, 2)
+    assert len(_params(study)) == 2
+
+
+def test_an_objective_error_still_stops_the_study(tmp_path):
+    import pytest
+
+    def broken(trial):
+        raise ValueError("a bug in the objective")
+    with pytest.raises(ValueError, match="a bug"):
+        _run(open_study("s", f"sqlite:///{tmp_path / 's.db'}", 0), broken, 2)
