@@ -135,10 +135,16 @@ def _run(study: optuna.Study, objective, n_trials: int) -> optuna.Study:
     if their worker died, to go stale and be queued again. A worker stops after ``n_trials``
     of its own trials failed (an objective with no score)."""
     def within_budget(trial):
-        ahead = [t for t in study.get_trials(deepcopy=False, states=TAKEN)
-                 if t.number < trial.number]
+        trials = study.get_trials(deepcopy=False)
+        ahead = [t for t in trials if t.number < trial.number and t.state in TAKEN]
         if len(ahead) >= n_trials:
             raise optuna.TrialPruned("the budget is taken by other trials")
+        # two workers failing one stale trial at once (SQLite) both queue a retry of it
+        origin = next(t for t in trials if t.number == trial.number).system_attrs.get(
+            "failed_trial")
+        if origin is not None and any(t.system_attrs.get("failed_trial") == origin
+                                      for t in ahead):
+            raise optuna.TrialPruned(f"a retry of trial {origin} is queued or ran already")
         return objective(trial)
 
     failed = []

@@ -117,3 +117,15 @@ def test_an_objective_error_still_stops_the_study(tmp_path):
         raise ValueError("a bug in the objective")
     with pytest.raises(ValueError, match="a bug"):
         _run(open_study("s", f"sqlite:///{tmp_path / 's.db'}", 0), broken, 2)
+
+
+def test_a_trial_retried_twice_runs_once(tmp_path):
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    study = open_study("s", storage, 0)
+    for _ in range(2):  # what two workers failing one stale trial together leave queued
+        study.enqueue_trial({"x": 0.5, "k": 7})
+    for t in study.get_trials(deepcopy=False):
+        study._storage.set_trial_system_attr(t._trial_id, "failed_trial", 0)
+    _run(study, _objective, 3)
+    done = _params(study)
+    assert len(done) == 3 and len(set(done)) == 3
