@@ -31,8 +31,8 @@ def _integer(text: str, domain: str, ok) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected {domain}, got {text!r}") from None
-    if not ok(value):
+        value = None
+    if value is None or not ok(value):
         raise argparse.ArgumentTypeError(f"expected {domain}, got {text!r}")
     return value
 
