@@ -138,7 +138,8 @@ def read_manifest(path: Path, format_name: str, versions, what: str) -> dict:
     if version not in versions:
         raise SchemaVersionError(
             f"{path}: {what} schema version {version!r} cannot be read by gbxfer "
-            f"{__version__}, which reads version {max(versions)}")
+            f"{__version__}, which reads version "
+            f"{' and '.join(str(v) for v in sorted(versions))}")
     if manifest.get("sha256") != _digest(manifest):
         raise GbxferError(f"{manifest_path}: corrupt (its content differs from its SHA-256)")
     if not isinstance(manifest.get("files"), dict):

@@ -3,8 +3,9 @@
 Each key (program id, task key or network name) is hashed with the seed to a number in [0, 1);
 keys below ``test_fraction`` are test. A split therefore selects the same test programs or tasks
 on a pruned or merged dataset, and the test share is ``test_fraction`` in expectation, not
-exactly. A by-hardware split holds out one whole hardware family; the same program may then be in
-train on another family (paired data), and :func:`paired_test_mask` tells which.
+exactly. A by-hardware split holds out one whole hardware family, a by-machine split every
+profile of one physical machine; the same program may then be in train on other hardware (paired
+data), and :func:`paired_test_mask` tells which.
 """
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ import numpy as np
 
 from .errors import GbxferError
 
-KINDS = ("within-task", "by-task", "by-network", "by-hardware")
+KINDS = ("within-task", "by-task", "by-network", "by-hardware", "by-machine")
+HELD_OUT = {"by-hardware": ("hardware_family", "hardware family"),
+            "by-machine": ("machine", "machine")}  # kind -> (records column, what it is)
 
 
 def key_uniform(keys, seed: int) -> np.ndarray:
@@ -38,14 +41,15 @@ class SplitSpec:
 
     Parameters
     ----------
-    kind : {"within-task", "by-task", "by-network", "by-hardware"}
+    kind : {"within-task", "by-task", "by-network", "by-hardware", "by-machine"}
         within-task holds out program ids (on every profile), by-task whole tasks, by-network
-        the tasks of whole networks, by-hardware one hardware family.
+        the tasks of whole networks, by-hardware one hardware family, by-machine every profile
+        of one physical machine.
     test_fraction : float
-        Expected share of test keys (not used by by-hardware).
+        Expected share of test keys (not used by by-hardware and by-machine).
     seed : int
     family : str, optional
-        The held-out hardware family (by-hardware only).
+        The held-out hardware family (by-hardware) or machine (by-machine).
     """
 
     kind: str
@@ -56,14 +60,16 @@ class SplitSpec:
     def __post_init__(self):
         if self.kind not in KINDS:
             raise GbxferError(f"unknown split kind {self.kind!r}; expected one of {', '.join(KINDS)}")
-        if self.kind == "by-hardware" and not self.family:
-            raise GbxferError("a by-hardware split needs a family: by-hardware:FAMILY")
-        if self.kind != "by-hardware" and not 0.0 < self.test_fraction < 1.0:
+        if self.kind in HELD_OUT and not self.family:
+            what = HELD_OUT[self.kind][1].split()[-1].upper()
+            raise GbxferError(f"a {self.kind} split needs a {what.lower()}: {self.kind}:{what}")
+        if self.kind not in HELD_OUT and not 0.0 < self.test_fraction < 1.0:
             raise GbxferError(f"test fraction must be in (0, 1), got {self.test_fraction}")
 
     @classmethod
     def parse(cls, text: str, test_fraction: float = 0.2, seed: int = 0) -> "SplitSpec":
-        """From the CLI spelling: ``within-task``, ``by-task``, ``by-network``, ``by-hardware:FAMILY``."""
+        """From the CLI spelling: ``within-task``, ``by-task``, ``by-network``,
+        ``by-hardware:FAMILY``, ``by-machine:MACHINE``."""
         kind, _, family = text.partition(":")
         return cls(kind, test_fraction, seed, family or None)
 
@@ -81,12 +87,13 @@ class SplitSpec:
             return key_uniform(records["program_id"].to_numpy(), self.seed) < self.test_fraction
         if self.kind == "by-task":
             return key_uniform(records["task_key"].to_numpy(), self.seed) < self.test_fraction
-        if self.kind == "by-hardware":
-            mask = (records["hardware_family"] == self.family).to_numpy()
+        if self.kind in HELD_OUT:
+            column, what = HELD_OUT[self.kind]
+            mask = (records[column] == self.family).to_numpy()
             if not mask.any():
-                families = ", ".join(sorted(records["hardware_family"].unique()))
-                raise GbxferError(f"no records of hardware family {self.family!r}; "
-                                  f"families in the dataset: {families}")
+                names = ", ".join(repr(n) for n in sorted(records[column].unique()))
+                raise GbxferError(f"no records of {what} {self.family!r}; in the dataset: "
+                                  f"{names}")
             return mask
         networks = dict(zip(dataset.tasks["task_key"], dataset.tasks["network"]))
         missing = sorted({t for t in records["task_key"].unique() if not networks.get(t)})

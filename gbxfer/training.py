@@ -16,7 +16,7 @@ from .metrics import ranking_report
 from .model import GBCostRanker, ModelConfig, SavedModel
 from .model._attention import GroupGate
 from .model._config import as_model_config
-from .splits import SplitSpec, paired_test_mask
+from .splits import HELD_OUT, SplitSpec, paired_test_mask
 
 
 def split_test_mask(dataset: Dataset, split: SplitSpec, among: np.ndarray) -> np.ndarray:
@@ -65,26 +65,57 @@ def train(dataset: Dataset, config: ModelConfig | dict, split: SplitSpec | None 
                           f"{', '.join(dataset.hardware)}")
     mask = training_mask(dataset, split, target)
     if not mask.any():
-        raise GbxferError("nothing to train on: the training part is empty")
+        held = ""
+        if split is not None and split.kind in HELD_OUT:
+            column, what = HELD_OUT[split.kind]
+            held = (f": {split.kind}:{split.family} holds out all of the dataset (its {what}s: "
+                    f"{', '.join(sorted(dataset.records[column].unique()))}); add data "
+                    "measured elsewhere")
+        raise GbxferError(f"nothing to train on: the training part is empty{held}")
     fm = features_of(dataset, config.blocks, mask, features)
     params = {"random_state": seed, **config.params}
     r = fm.records
     X, gate = fm.X, None
+    if config.descriptor_dropout:
+        X = hide_measured_fields(X, fm.columns, r["group"].to_numpy(),
+                                 config.descriptor_dropout, seed)
     if config.attention:
         gate = GroupGate(**{"random_state": seed, **config.attention}).fit(
-            fm.X, r["label"].to_numpy(), r["group"].to_numpy(), r["hardware"].to_numpy(),
+            X, r["label"].to_numpy(), r["group"].to_numpy(), r["hardware"].to_numpy(),
             fm.columns)
-        X = gate.transform(fm.X, fm.columns)
+        X = gate.transform(X, fm.columns)
     ranker = GBCostRanker(**params).fit(X, r["label"], groups=r["group"],
                                         sample_weight=sample_weight)
     return SavedModel(ranker, fm.columns, sorted(r["hardware"].unique()),
                       split.to_dict() if split else None, r["record_id"].tolist(), gate=gate)
 
 
+# descriptor fields a target alone does not give: measured by `gbxfer hardware probe`
+MEASURED_FIELDS = ("l1d_kb", "l2_kb", "l3_kb", "clock_ghz", "peak_gflops", "mem_gbps")
+
+
+def hide_measured_fields(X: np.ndarray, columns, groups: np.ndarray, share: float,
+                         seed: int) -> np.ndarray:
+    """A copy of ``X`` whose :data:`MEASURED_FIELDS` are NaN in a random ``share`` of the
+    groups (task x hardware; drawn with ``seed``): descriptor-field dropout. A machine known
+    only by its target has these fields missing; without NaN in training, a tree sends such a
+    machine down whichever branch a missing value happened to take."""
+    columns = list(columns)
+    cols = [columns.index(f"hardware.{f}") for f in MEASURED_FIELDS
+            if f"hardware.{f}" in columns]
+    if not cols or share <= 0:
+        return X
+    unique = np.unique(groups)
+    hidden = unique[np.random.default_rng(seed).random(len(unique)) < share]
+    X = np.array(X, copy=True)
+    X[np.ix_(np.isin(groups, hidden), cols)] = np.nan
+    return X
+
+
 def evaluation_mask(model: SavedModel, dataset: Dataset) -> tuple[np.ndarray, np.ndarray]:
     """Rows of ``dataset.records`` that ``model`` may be scored on (valid, not trained on, in
-    its split's test part), and which of them are paired (by-hardware: their program is
-    measured on a training family too)."""
+    its split's test part), and which of them are paired (by-hardware, by-machine: their
+    program is measured on training hardware too)."""
     records = dataset.records
     valid = records["valid"].to_numpy(dtype=bool)
     mask = valid & ~records["record_id"].isin(set(model.train_record_ids)).to_numpy()
@@ -92,7 +123,7 @@ def evaluation_mask(model: SavedModel, dataset: Dataset) -> tuple[np.ndarray, np
     if model.split:
         spec = SplitSpec.from_dict(model.split)
         test = split_test_mask(dataset, spec, valid)
-        if spec.kind == "by-hardware":
+        if spec.kind in HELD_OUT:
             paired = paired_test_mask(dataset, test, among=valid)
         mask &= test
     if not mask.any():
@@ -137,7 +168,7 @@ def evaluation_report(model: SavedModel, scores: np.ndarray, r, paired: np.ndarr
     result["by_task"] = {
         f"{task}|{hw}": ranking_report(g["latency"], scores[g.index], g["group"])
         for (task, hw), g in r.groupby(["task_key", "hardware"])}
-    if model.split and model.split.get("kind") == "by-hardware":
+    if model.split and model.split.get("kind") in HELD_OUT:
         for name, mask in (("paired", paired), ("unpaired", ~paired)):
             if mask.any():
                 g = r[mask]

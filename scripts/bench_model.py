@@ -13,7 +13,9 @@ Models (same data, same splits, same seeds):
   random            uniformly random scores (its exact expectation is shown as random_*)
 Splits: within-task and by-task on --dataset (test fraction 0.3); on ../shared/data when
 present: zero-shot RTX 3080 -> A100 and back (Ansor logs) and by-task within the A100
-ResNet-34 MetaSchedule database (gbxfer only: its IR does not load in TVM 0.27).
+ResNet-34 MetaSchedule database (gbxfer only: its IR does not load in TVM 0.27). By-machine
+(with ../shared/data): every profile of one machine held out of bundled + the Ansor logs, with
+descriptor variants and descriptor-field dropout (scripts/_machines.py).
 Speed (default config): training on 100,000 records, and predicting 2,048 candidates.
 Results: scripts/results/bench_model.{json,csv,png}.
 """
@@ -131,8 +133,12 @@ def main() -> None:
     parser.add_argument("--dataset", default="bundled")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="2 seeds, no speed run")
+    parser.add_argument("--only", choices=["splits", "machines", "speed"], action="append",
+                        help="run only these parts (repeatable; their rows replace the same "
+                             "rows in the results already written)")
     args = parser.parse_args()
     seeds = range(2 if args.quick else args.seeds)
+    parts = set(args.only or ["splits", "machines", "speed"])
     dataset = load_dataset(args.dataset)
     per_store = per_store_frame(dataset.filter(valid=True))
     all_models = ["gbxfer", "gbxfer-lambdarank", "gbxfer+per_store", "tenset-xgb",
@@ -151,7 +157,7 @@ def main() -> None:
         experiments.append(("bennu A100 ResNet-34", a100, lambda s: SplitSpec("by-task", 0.3, s),
                             ["gbxfer", "gbxfer-lambdarank", "random"], None))
     rows = []
-    for name, ds, make_split, models, ps in experiments:
+    for name, ds, make_split, models, ps in experiments if "splits" in parts else []:
         per_seed = [run_models(ds, make_split(seed), seed, models, ps)
                     for seed in seeds]
         split = make_split(0)
@@ -172,12 +178,24 @@ def main() -> None:
             rows.append(row)
             print_table([row], ["data", "split", "model", "pca", "pca_ci", "top1", "top1_ci",
                                 "top5", "random_top1", "n_groups"])
+    if "machines" in parts and (SHARED / "bennu-ansor").exists():
+        from _machines import by_machine_rows
+
+        rows += by_machine_rows(SHARED, seeds)
+    kept = {}
+    if args.only and (RESULTS / "bench_model.json").exists():  # the other parts' results
+        import json
+
+        kept = json.loads((RESULTS / "bench_model.json").read_text())
+        mine = {(r["data"], r["split"], r["model"]) for r in rows}
+        rows = [r for r in kept["rows"] if (r["data"], r["split"], r["model"]) not in mine
+                ] + rows
     print()
     print_table(rows, ["data", "split", "model", "seeds", "pca", "pca_ci", "top1", "top1_ci",
                        "top5", "top5_ci", "apeak5", "random_top1", "random_top5", "n_groups",
                        "group_size_median", "n_test_records"])
-    extra = {}
-    if not args.quick:
+    extra = {"speed": kept["speed"]} if "speed" in kept else {}
+    if not args.quick and "speed" in parts:
         extra["speed"] = speed(dataset, SPEED_SOURCES, 0)
         print("\nspeed:", extra["speed"])
     plot(rows)

@@ -13,7 +13,8 @@ Commands (on ``small``, a 10% random sample of ``bundled``):
   study             3 workers x 6 trials on one SQLite storage: after the kill, the trials
                     finished are <= the budget and distinct; the rerun (3 workers again) ends
                     with exactly the budget finished, no duplicate parameters, none RUNNING
-  collect           1 task x 4 programs on this machine (MetaSchedule lines whole, no repeat)
+  collect           1 task x 4 programs on this machine (MetaSchedule lines whole, no repeat);
+                    every other kill lands 0-2 s after the 1st, 2nd or 3rd measurement is written
   dataset-save      (--only) a process saving two datasets in turn into one folder, killed at a
   model-save        random moment of its loop; a joint model and per-profile models in turn
 
@@ -159,6 +160,21 @@ def kill_after(procs, delay: float) -> bool:
     return alive
 
 
+def kill_when(procs, ready, extra: float, timeout: float) -> bool:
+    """SIGKILL every process group ``extra`` s after ``ready()`` first holds (or after
+    ``timeout`` s); whether any was still running."""
+    deadline = time.monotonic() + timeout
+    while (time.monotonic() < deadline and not ready()
+           and any(p.poll() is None for p in procs)):
+        time.sleep(0.01)
+    return kill_after(procs, extra)
+
+
+def measured_lines(out: Path) -> int:
+    db = out / "metaschedule" / "host-1t" / "database_tuning_record.json"
+    return db.read_bytes().count(b"\n") if db.exists() else 0
+
+
 def wait(proc, timeout: float) -> int:
     """Exit status, or "hung" (and the process group killed) after ``timeout`` s."""
     try:
@@ -198,7 +214,14 @@ def crash_command(name, old, new, fn, work: Path, kills: int, rng) -> dict:
         if not first_write:
             shutil.copytree(old_copy, out)
         delay = rng.uniform(0.02, 1.0) * seconds
-        killed = kill_after(start([sub(new)]), delay)
+        if name == "collect" and i % 2 == 1:  # during the measurements, not only before
+            lines, extra = 1 + (i // 2) % 3, rng.uniform(0.0, 2.0)
+            begin = time.monotonic()
+            killed = kill_when(start([sub(new)]), lambda: measured_lines(out) >= lines, extra,
+                               2 * seconds)
+            delay = time.monotonic() - begin
+        else:
+            killed = kill_after(start([sub(new)]), delay)
         after = fingerprint(fn, out)
         before = None if first_write else old_print
         intact = (after in (before, new_print) if name != "collect" else

@@ -1,7 +1,9 @@
-"""Copy a collected dataset into the package as the bundled dataset (gbxfer/data/bundled).
+"""Copy collected datasets into the package as the bundled dataset (gbxfer/data/bundled).
 
-    python scripts/package_bundled.py --from COLLECT_DIR/dataset
+    python scripts/package_bundled.py --from COLLECT_DIR/dataset [--from ...] [--add]
 
+``--add`` keeps the records the bundled dataset already has (a new machine's collection is
+added beside them; a profile name already there on another machine is refused).
 Keeps every record and the collection commands of its manifest, adds the measured noise
 (scripts/results/noise.json) when present, computes the per-store features (TVM; reusing those
 the bundled dataset already has) and checks the 30 MB limit.
@@ -12,7 +14,7 @@ import argparse
 import json
 from pathlib import Path
 
-from gbxfer import load_dataset
+from gbxfer import Dataset, load_dataset
 from gbxfer.records.dataset import BUNDLED
 
 LIMIT_MB = 30
@@ -21,13 +23,19 @@ NOISE = Path(__file__).resolve().parent / "results" / "noise.json"
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--from", dest="source", required=True)
+    parser.add_argument("--from", dest="sources", required=True, action="append")
+    parser.add_argument("--add", action="store_true",
+                        help="keep the bundled dataset's records beside the new ones")
     args = parser.parse_args()
-    ds = load_dataset(args.source)
+    parts = [load_dataset(s) for s in args.sources]
+    if args.add:
+        parts.insert(0, load_dataset("bundled"))
+    ds = Dataset.concat(parts)
     ds.manifest["description"] = (
         "Programs of the 'networks' suite (ResNet-50, MobileNet-V2, BERT-base, ResNet-18) "
-        "collected with `gbxfer collect` on ISA/thread profiles of one physical CPU (an AMD "
-        "EPYC Zen 3, 2 vCPUs): see configs/hardware. Latency = median of 3 timed repeats.")
+        "collected with `gbxfer collect` on ISA/thread profiles of the machines "
+        f"{', '.join(ds.machines)} (2-vCPU virtual machines): see configs/hardware. "
+        "Latency = median of 3 timed repeats.")
     if NOISE.exists():
         ds.manifest["noise"] = json.loads(NOISE.read_text())
     from gbxfer.tvm import per_store_features

@@ -30,13 +30,19 @@ def main() -> None:
     for name in names:
         path = CONFIGS / f"{name}.yaml"
         doc = yaml.safe_load(path.read_text())
-        descriptor = probe(ISA_OF_FAMILY[doc["family"]], doc["threads"])
-        doc["descriptor"] = descriptor
+        probed = probe(ISA_OF_FAMILY[doc["family"]], doc["threads"])
+        descriptor = probed["descriptor"]
+        if doc.get("machine") not in (None, probed["machine"]):
+            raise SystemExit(f"{path}: machine {doc['machine']!r}, but this is "
+                             f"{probed['machine']!r}: probe a profile on its own machine")
         text = path.read_text()
         head = text[:text.index("descriptor:")]  # keep the hand-written part as it is
         path.write_text(head + yaml.safe_dump({"descriptor": descriptor}, sort_keys=False))
-        rows.append({"profile": name, **descriptor})
-    print_table(rows, ["profile", "vector_bits", "fma", "threads", "peak_gflops", "mem_gbps"])
+        rows.append({"profile": name, **descriptor, "machine": probed["machine"],
+                     "theoretical_gflops": probed["theoretical_gflops"],
+                     "peak_ratio": probed["peak_ratio"]})
+    print_table(rows, ["profile", "vector_bits", "fma", "threads", "clock_ghz", "peak_gflops",
+                       "theoretical_gflops", "peak_ratio", "mem_gbps"])
     write_results("probe_profiles", rows)
 
 

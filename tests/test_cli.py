@@ -63,3 +63,26 @@ def test_hardware_option_on_the_command_line(example_db, tmp_path, capsys):
     main(["info", str(out), "--json"])
     info = json.loads(capsys.readouterr().out)
     assert info["hardware"]["mybox"]["family"] == "zen"
+
+
+def test_info_shows_the_machines(example_db, tmp_path, capsys):
+    out = tmp_path / "ds"
+    main(["ingest", str(example_db), "--out", str(out), "--hardware", "box-1t:x86-avx2",
+          "--machine", "Some CPU (zen9)", "-q"])
+    capsys.readouterr()
+    assert main(["info", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "Some CPU (zen9)" in text and "machine" in text
+    assert main(["info", "bundled", "--json"]) == 0
+    machines = json.loads(capsys.readouterr().out)["machines"]
+    assert list(machines) == ["AMD EPYC (zen3)"]
+    assert machines["AMD EPYC (zen3)"]["hardware"] == ["x86-avx-1t", "x86-avx2-1t",
+                                                       "x86-avx2-2t", "x86-sse42-1t"]
+
+
+@pytest.mark.parametrize("machine", ["", "   ", "a\tb"])
+def test_a_bad_machine_name_is_a_one_line_error(example_db, tmp_path, capsys, machine):
+    with pytest.raises(SystemExit):
+        main(["ingest", str(example_db), "--out", str(tmp_path / "ds"), "--machine", machine])
+    err = capsys.readouterr().err
+    assert "machine" in err and "Traceback" not in err

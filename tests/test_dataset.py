@@ -44,7 +44,7 @@ def test_other_schema_version_names_both_versions(ansor_a100_dataset, tmp_path):
     manifest = json.loads((path / "manifest.json").read_text())
     manifest["schema_version"] = 99
     (path / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(SchemaVersionError, match="schema version 99.*version 2"):
+    with pytest.raises(SchemaVersionError, match="schema version 99.*version 2 and 3"):
         Dataset.load(path)
 
 
@@ -82,3 +82,46 @@ def test_concat_merges_records_valid_when_any_repeat_is(ansor_a100_dataset):
     assert len(merged) == 1
     assert bool(rec["valid"]) and rec["latency"] == pytest.approx(0.6)
     assert rec["n_failed"] == 1 and rec["n_measurements"] == 2
+
+
+def test_machine_comes_from_the_target_or_from_ingest(ansor_dir):
+    from gbxfer import ingest
+    derived = ingest([ansor_dir / "gpu_a100"])
+    assert derived.machines == ["cuda-sm_80"]  # the target names no model: its architecture
+    named = ingest([ansor_dir / "gpu_a100"], machine="NVIDIA A100-SXM4-40GB")
+    assert named.machines == ["NVIDIA A100-SXM4-40GB"]
+    assert named.summary()["machines"]["NVIDIA A100-SXM4-40GB"]["hardware"] == ["cuda-sm_80"]
+
+
+def test_a_target_model_names_the_machine():
+    from gbxfer.records.targets import machine_identity
+    assert machine_identity("cuda -arch=sm_86 -model=rtx3080") == "rtx3080"
+    assert machine_identity("cuda -arch=sm_86 -model=unknown") == "cuda-sm_86"
+    assert machine_identity({"kind": "llvm", "mcpu": "znver4"}) == "llvm-znver4"
+    assert machine_identity("{}") == "unknown"
+
+
+def test_one_profile_name_on_two_machines_is_refused(ansor_a100_dataset):
+    other = Dataset(ansor_a100_dataset.records.assign(machine="another A100"),
+                    ansor_a100_dataset.tasks)
+    with pytest.raises(GbxferError, match="'cuda-sm_80' is on more than one machine"):
+        Dataset.concat([ansor_a100_dataset, other])  # would merge their measurements
+
+
+def test_schema_2_dataset_loads_with_an_unknown_machine(ansor_a100_dataset, tmp_path):
+    import pyarrow.parquet as pq
+    from gbxfer.manifests import file_entry, switch_manifest
+    path = ansor_a100_dataset.save(tmp_path / "ds")
+    manifest = json.loads((path / "manifest.json").read_text())
+    name = manifest["tables"]["records"]
+    table = pq.read_table(path / name).drop(["machine"])
+    pq.write_table(table, path / "records-0123456789ab.parquet")
+    manifest["tables"]["records"] = "records-0123456789ab.parquet"
+    manifest["files"] = {n: file_entry(path, n) for n in manifest["tables"].values()}
+    manifest["schema_version"] = 2
+    del manifest["sha256"]
+    switch_manifest(path, manifest, lambda n: False)
+    old = Dataset.load(path)
+    assert old.machines == ["unknown"] and len(old) == len(ansor_a100_dataset)
+    from gbxfer import ingest
+    assert ingest([path], machine="NVIDIA A100").machines == ["NVIDIA A100"]

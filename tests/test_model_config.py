@@ -27,6 +27,8 @@ def test_a_config_round_trips_through_its_dict():
     ("params: [1, 2]\n", "'params' must be a mapping"),
     ("blocks: [program]\nattention: {steps: 5}\n", "attention gating needs the 'hardware'"),
     ("- a list\n", "a model config is a mapping"),
+    ("descriptor_dropout: 1.0\n", "'descriptor_dropout' must be a number in \\[0, 1\\)"),
+    ("descriptor_dropout: yes\n", "'descriptor_dropout' must be a number"),
     ("blocks: [program\n", "not valid YAML"),
 ])
 def test_each_bad_field_is_named_with_the_file(tmp_path, text, message):
@@ -43,3 +45,23 @@ def test_configs_are_immutable_and_replace_validates():
         config.blocks = ("program",)
     with pytest.raises(GbxferError, match="unknown parameter"):
         config.replace(params={"bogus": 1})
+
+
+def test_descriptor_dropout_hides_measured_fields_of_whole_groups():
+    import numpy as np
+
+    from gbxfer.features import block_columns
+    from gbxfer.training import MEASURED_FIELDS, hide_measured_fields
+    columns = block_columns("hardware")
+    groups = np.repeat([f"t{i}|hw" for i in range(200)], 3)
+    X = np.ones((len(groups), len(columns)), dtype=np.float32)
+    hidden = hide_measured_fields(X, columns, groups, 0.3, seed=4)
+    measured = [columns.index(f"hardware.{f}") for f in MEASURED_FIELDS]
+    rows = np.isnan(hidden[:, measured]).all(axis=1)
+    assert 0.2 < rows.mean() < 0.4 and X.sum() == X.size  # a copy; the input is untouched
+    for g in np.unique(groups):  # a group is hidden whole or not at all
+        assert len(set(rows[groups == g])) == 1
+    others = np.delete(hidden, measured, axis=1)
+    assert not np.isnan(others).any()  # vector width, FMA, cores stay: the target gives them
+    assert np.array_equal(np.isnan(hidden), np.isnan(hide_measured_fields(X, columns, groups,
+                                                                           0.3, seed=4)))

@@ -81,3 +81,23 @@ def test_bad_spec_is_a_clear_error():
         SplitSpec("by-moon")
     with pytest.raises(GbxferError, match="needs a family"):
         SplitSpec.parse("by-hardware")
+
+
+def test_by_machine_holds_out_every_profile_of_one_machine(gpus):
+    records = gpus.records.copy()
+    # two profiles of one machine (an A100 at two clocks, say) and one of another
+    records["machine"] = np.where(records["hardware_family"] == "cuda-sm_80", "NVIDIA A100",
+                                  "NVIDIA RTX 3080")
+    ds = Dataset(records, gpus.tasks)
+    test = SplitSpec.parse("by-machine:NVIDIA A100").test_mask(ds)
+    assert set(ds.records["machine"][test]) == {"NVIDIA A100"}
+    assert set(ds.records["hardware"][test]) == set(
+        ds.records.loc[ds.records["machine"] == "NVIDIA A100", "hardware"])
+    assert 0 < paired_test_mask(ds, test).sum() < test.sum()
+
+
+def test_by_machine_names_the_machines_there_are(gpus):
+    with pytest.raises(GbxferError, match="no records of machine 'tpu'.*'cuda-sm_80'"):
+        SplitSpec.parse("by-machine:tpu").test_mask(gpus)
+    with pytest.raises(GbxferError, match="needs a machine: by-machine:MACHINE"):
+        SplitSpec.parse("by-machine")

@@ -124,3 +124,21 @@ def test_unknown_target_lists_the_hardware(gpus):
     ds, _ = gpus
     with pytest.raises(GbxferError, match="cuda-sm_80"):
         train(ds, CONFIG, target="tpu-v9")
+
+
+def test_by_machine_model_reports_paired_programs_and_trains_with_dropout(gpus):
+    import numpy as np
+
+    from gbxfer import Dataset
+    ds, _ = gpus
+    named = Dataset(ds.records.assign(machine=np.where(
+        ds.records["hardware"] == "cuda-sm_80", "NVIDIA A100", "NVIDIA RTX 3080")), ds.tasks)
+    spec = SplitSpec.parse("by-machine:NVIDIA RTX 3080")
+    plain = train(named, CONFIG, spec)
+    report = evaluate(plain, named)
+    assert set(report["by_hardware"]) == {"cuda-sm_86"}
+    assert report["paired"]["n_records"] + report["unpaired"]["n_records"] == report["n_records"]
+    # one training machine: its measured fields never vary, dropout gives them NaN to learn on
+    dropped = train(named, {**CONFIG, "descriptor_dropout": 0.5}, spec)
+    assert plain.train_record_ids == dropped.train_record_ids
+    assert evaluate(dropped, named)["n_records"] == report["n_records"]

@@ -75,6 +75,7 @@ def test_profiles_say_what_they_are():
         profile = load_profile(name)
         assert "one physical CPU" in profile.description
         assert profile.target["kind"] == "llvm" and "mcpu" in profile.target
+        assert profile.machine == "AMD EPYC (zen3)"  # four profiles, one machine
     assert load_profile("x86-avx2-1t").family == load_profile("x86-avx2-2t").family
 
 
@@ -87,4 +88,11 @@ def test_bad_profile_field(tmp_path):
     path = tmp_path / "p.yaml"
     path.write_text("name: p\nfamily: f\ntarget: llvm\nthreads: 1\n")
     with pytest.raises(GbxferError, match="'target' must be a dict"):
+        load_profile(str(path))
+
+
+def test_a_profile_machine_is_a_name(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text("name: p\nfamily: f\nmachine: [zen3]\ntarget: {kind: llvm}\nthreads: 1\n")
+    with pytest.raises(GbxferError, match="'machine' must be a printable string"):
         load_profile(str(path))

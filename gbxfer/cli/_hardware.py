@@ -1,12 +1,17 @@
-"""``gbxfer hardware``: probe this machine into profile YAML."""
+"""``gbxfer hardware``: probe this machine into profile YAML; show a target's descriptor."""
 from __future__ import annotations
+
+import logging
 
 import yaml
 
 from ..errors import GbxferError
 from ..hardware.descriptor import describe_hardware
-from ..hardware.probe import ISAS, cpu_model, probe, supported_isas
+from ..hardware import microarch
+from ..hardware.probe import ISAS, PEAK_RATIO_WARN, probe, supported_isas
 from ._common import positive_int
+
+log = logging.getLogger("gbxfer")
 
 
 def add_parser(verbs, common):
@@ -15,20 +20,27 @@ def add_parser(verbs, common):
     sub = p.add_subparsers(dest="hardware_verb", metavar="VERB", required=True)
     pr = sub.add_parser("probe", parents=[common],
                         help="measure this machine and print profile YAML",
-                        description="Measure peak GFLOP/s (per vector ISA and thread count) "
-                                    "and memory bandwidth, read caches, cores and clock, and "
-                                    "print one profile YAML document per ISA x threads. Run it "
-                                    "on an idle machine.")
+                        description="Measure the clock, peak GFLOP/s (per vector ISA and "
+                                    "thread count) and memory bandwidth, read caches and cores, "
+                                    "and print one profile YAML document per ISA x threads, "
+                                    "with the machine (CPU model and microarchitecture) and the "
+                                    "measured peak's share of the ISA's theoretical peak. Run "
+                                    "it on an idle machine.")
     pr.add_argument("--isa", choices=list(ISAS),
                     help="only this ISA (default: every ISA this CPU executes)")
     pr.add_argument("--threads", type=positive_int, action="append",
                     help="thread count (repeatable; default: 1 and every core)")
-    pr.add_argument("--mcpu", help="LLVM mcpu for the target (default: the ISA's generic CPU)")
+    pr.add_argument("--mcpu", help="LLVM mcpu for the target (default: this CPU's own for its "
+                                   "widest ISA, the ISA's generic CPU for the older ones)")
     pr.set_defaults(run=run_probe)
     sh = sub.add_parser("show", parents=[common], help="the descriptor of a target or profile",
                         description="Print the hardware descriptor derived from a TVM target "
-                                    "(JSON or old string form) or a profile name. Fields that "
-                                    "cannot be derived are NaN and listed as missing.")
+                                    "(JSON or old string form) or a profile name, with where "
+                                    "each value comes from: the target (through archspec and "
+                                    "the GPU table), the profile, the microarchitecture's "
+                                    "reference table (core caches, typical clock), filled from "
+                                    "a relation (theoretical peak from the clock, or clock "
+                                    "from the peak), or missing (NaN).")
     sh.add_argument("target", metavar="TARGET|PROFILE")
     sh.add_argument("--json", action="store_true", help="print one JSON object")
     sh.set_defaults(run=run_show)
@@ -40,13 +52,19 @@ def run_show(args) -> int:
 
     d = describe_hardware(args.target)
     fields = {k: (None if math.isnan(v) else v) for k, v in d.as_dict().items()}
+    sources = d.source_of()
     if args.json:
-        print(json.dumps({"name": d.name, "family": d.family, "fields": fields,
-                          "missing": d.missing}, indent=1))
+        print(json.dumps({"name": d.name, "family": d.family,
+                          "microarchitecture": d.microarchitecture or None, "fields": fields,
+                          "sources": sources, "filled": d.filled, "missing": d.missing},
+                         indent=1))
         return 0
-    print(f"{d.name} (family {d.family})")
+    uarch = f", microarchitecture {d.microarchitecture}" if d.microarchitecture else ""
+    print(f"{d.name} (family {d.family}{uarch})")
     for key, value in fields.items():
-        print(f"  {key:22s} {'-' if value is None else f'{value:g}'}")
+        print(f"  {key:22s} {'-' if value is None else f'{value:g}':>10s}  {sources[key]}")
+    if d.filled:
+        print(f"filled from relations: {', '.join(d.filled)}")
     if d.missing:
         print(f"missing (NaN): {', '.join(d.missing)}")
     return 0
@@ -59,17 +77,48 @@ def run_probe(args) -> int:
     if not isas:
         raise GbxferError("no known vector ISA found in /proc/cpuinfo")
     threads = args.threads or sorted({1, os.cpu_count() or 1})
-    docs = []
+    texts = []
+    native = microarch.llvm_mcpu(microarch.host())  # the widest ISA: this CPU's own mcpu
     for isa in isas:
         for n in threads:
-            descriptor = probe(isa, n)
-            family = f"x86-{isa.replace('.', '').replace('-fma', '')}"
-            docs.append({
-                "name": f"{family}-{n}t", "family": family,
-                "description": f"{isa} code on {n} thread(s) of this machine ({cpu_model()}): "
-                               "an ISA/thread profile of one physical CPU.",
-                "target": {"kind": "llvm", "mcpu": args.mcpu or ISAS[isa][3],
+            result = probe(isa, n)
+            short = isa.replace('.', '').replace('-fma', '')
+            family = f"x86-{short}"
+            name = f"{result['microarchitecture'] or 'host'}-{short}-{n}t"  # one machine's
+            summary = _peak_summary(result)
+            doc = {
+                "name": name, "family": family, "machine": result["machine"],
+                "description": f"{isa} code on {n} thread(s) of this machine "
+                               f"({result['machine']}): an ISA/thread profile of one physical "
+                               f"CPU. {summary}",
+                "target": {"kind": "llvm", "mcpu": args.mcpu or (
+                    native if isa == isas[0] and native else ISAS[isa][3]),
                            "num-cores": os.cpu_count()},
-                "threads": n, "descriptor": descriptor})
-    print(yaml.safe_dump_all(docs, sort_keys=False), end="")
+                "threads": n, "descriptor": result["descriptor"]}
+            texts.append(f"# {summary}\n" + yaml.safe_dump(doc, sort_keys=False, width=100))
+            ratio = result["peak_ratio"]
+            if ratio is not None and ratio < PEAK_RATIO_WARN:
+                log.warning("%s: the measured peak is %.0f%% of the theoretical peak (below "
+                            "%.0f%%): is the machine busy, or does the clock drop under vector "
+                            "load (%s GHz before the kernel, %s after)?", name, 100 * ratio,
+                            100 * PEAK_RATIO_WARN, result["clock_before_ghz"],
+                            result["clock_after_ghz"])
+            elif ratio is not None and ratio > 2 - PEAK_RATIO_WARN:
+                log.warning("%s: the measured peak is %.0f%% of the theoretical peak: the clock "
+                            "was under-read (a busy machine?) or the FP pipe table is wrong for "
+                            "%s", name, 100 * ratio, result["microarchitecture"])
+    print("---\n".join(texts), end="")
     return 0
+
+
+def _peak_summary(result: dict) -> str:
+    """One sentence: the probe's peak against the ISA's theoretical peak, with its formula."""
+    d = result["descriptor"]
+    peak = f"Probe peak {d['peak_gflops']:g} GFLOP/s"
+    if result["theoretical_gflops"] is None:
+        return (f"{peak}; theoretical peak unknown (clock {d['clock_ghz']} GHz; no FP pipe "
+                f"table row for {result['microarchitecture']}).")
+    return (f"{peak} = {result['peak_ratio']:.1%} of the theoretical "
+            f"{result['theoretical_gflops']:g} GFLOP/s ({d['clock_ghz']:g} GHz measured x "
+            f"{d['vector_bits'] // 32} lanes x {result['flops_per_lane_cycle']:g} flops/lane/cycle "
+            f"x {d['threads']} thread(s), {result['microarchitecture']}).")

@@ -26,6 +26,11 @@ def add_parser(verbs, common):
     p.add_argument("--hardware", type=hardware_option, metavar="NAME[:FAMILY]",
                    help="hardware profile of every record read (default: derived from each "
                         "record's target, e.g. cuda-sm_80, llvm-znver4-2c)")
+    p.add_argument("--machine", type=machine_option, metavar="MACHINE",
+                   help="the physical machine of every record read: CPU model and "
+                        "microarchitecture, e.g. 'AMD EPYC (zen3)' (what `gbxfer hardware "
+                        "probe` prints there), or a GPU name (default: the target's -model, "
+                        "else its family, e.g. cuda-sm_80; a gbxfer dataset keeps its own)")
     p.add_argument("--skip-bad", action="store_true",
                    help="skip bad lines and files, and report them, instead of stopping")
     p.set_defaults(run=run)
@@ -39,9 +44,15 @@ def hardware_option(text: str) -> tuple[str, str | None]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def machine_option(text: str) -> str:
+    if not text.strip() or not text.isprintable():
+        raise argparse.ArgumentTypeError(f"a machine is a non-empty printable name, got {text!r}")
+    return text.strip()
+
+
 def run(args) -> int:
     dataset = ingest(args.sources, hardware=args.hardware, skip_bad=args.skip_bad,
-                     progress=not args.quiet)
+                     progress=not args.quiet, machine=args.machine)
     skipped = dataset.manifest.get("skipped", {})
     if skipped:
         reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(skipped.items()))
@@ -51,7 +62,7 @@ def run(args) -> int:
     dataset.manifest.setdefault("commands", []).append(command_stamp())
     dataset.save(args.out)
     s = dataset.summary()
-    log.info("wrote %s: %d records (%d valid, %d failed) from %d lines, %d tasks, hardware %s",
-             args.out, s["n_records"], s["n_valid"], s["n_failed"], s["n_lines"], s["n_tasks"],
-             ", ".join(s["hardware"]) or "-")
+    log.info("wrote %s: %d records (%d valid, %d failed) from %d lines, %d tasks, hardware %s "
+             "on %s", args.out, s["n_records"], s["n_valid"], s["n_failed"], s["n_lines"],
+             s["n_tasks"], ", ".join(s["hardware"]) or "-", ", ".join(s["machines"]) or "-")
     return 0

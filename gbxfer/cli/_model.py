@@ -33,7 +33,9 @@ def add_parser(verbs, common):
     p.add_argument("--out", required=True, type=output_folder, metavar="MODEL")
     p.add_argument("--config", help="model config (configs/model/NAME.yaml or a path)")
     p.add_argument("--holdout", metavar="SPLIT",
-                   help="within-task | by-task | by-network | by-hardware:FAMILY")
+                   help="within-task | by-task | by-network | by-hardware:FAMILY | "
+                        "by-machine:MACHINE (every profile of one machine; `gbxfer info` "
+                        "lists them)")
     p.add_argument("--test-fraction", type=fraction, default=0.2, metavar="F",
                    help="0 < F < 1: expected test share of --holdout (default: 0.2)")
     p.add_argument("--seed", type=int, default=0)
@@ -159,7 +161,7 @@ def run_evaluate(args) -> int:
                        ["hardware", *METRICS]))
     for name in ("paired", "unpaired"):
         if name in report:
-            print(f"\n{name} test programs (measured / not measured on a training family):")
+            print(f"\n{name} test programs (measured / not measured on training hardware):")
             print(format_table([{"part": name, **report[name]}], ["part", *METRICS]))
     print()
     names = dict(zip(dataset.tasks["task_key"], dataset.tasks["description"]))

@@ -98,15 +98,18 @@ def stack_blocks(blocks, n: int, rows: dict) -> np.ndarray:
     return np.hstack(parts) if parts else np.empty((n, 0), dtype=np.float32)
 
 
-def hardware_descriptor(name: str, family: str, target: str) -> HardwareDescriptor:
+def hardware_descriptor(name: str, family: str, target: str,
+                        machine: str = "") -> HardwareDescriptor:
     """The descriptor of a record's hardware: its profile when one is known by that name
-    (configs/hardware), else derived from the record's target."""
+    (configs/hardware), else derived from the record's target and machine (whose
+    microarchitecture, when it names one, fills what the target does not say)."""
     try:
         profile = load_profile(name)
     except GbxferError:
-        return HardwareDescriptor.from_target(target, name, family)
+        return HardwareDescriptor.from_target(target, name, family, machine=machine)
     return HardwareDescriptor.from_target(profile.target, profile.name, profile.family,
-                                          {"threads": profile.threads, **profile.descriptor})
+                                          {"threads": profile.threads, **profile.descriptor},
+                                          profile.machine)
 
 
 def program_block(records: pd.DataFrame, featurizer: ProgramFeaturizer | None = None):
@@ -128,9 +131,10 @@ def workload_block(records: pd.DataFrame, tasks: pd.DataFrame):
 
 
 def hardware_block(records: pd.DataFrame):
-    keys = records[["hardware", "hardware_family", "target"]].drop_duplicates("hardware")
+    keys = records[["hardware", "hardware_family", "target", "machine"]].drop_duplicates(
+        "hardware")
     table = {row.hardware: hardware_descriptor(row.hardware, row.hardware_family,
-                                               row.target).vector()
+                                               row.target, row.machine).vector()
              for row in keys.itertuples()}
     X = np.stack([table[h] for h in records["hardware"]]) if len(records) else \
         np.empty((0, len(HARDWARE_FIELDS)))

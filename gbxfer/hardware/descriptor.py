@@ -1,9 +1,12 @@
 """Hardware descriptors: numeric vectors that say what a target is, for the model to condition on.
 
 A :class:`HardwareDescriptor` is derived from a TVM target (llvm ``mcpu``/``mattr``/
-``num-cores``, cuda ``arch`` and its limits) through a built-in table of x86/ARM ISA levels and
-NVIDIA architectures (sm_60 to sm_90), and overridden field by field by a profile's
-``descriptor`` mapping. Whatever cannot be derived is NaN, never a guess.
+``num-cores``, cuda ``arch`` and its limits) — CPUs through archspec's microarchitecture
+database (:mod:`~gbxfer.hardware.microarch`), NVIDIA GPUs through a table of sm_37 to sm_90 — and
+overridden field by field by a profile's ``descriptor`` mapping. Then, for CPUs, the relation
+the probe measures fills what is still missing: the theoretical peak from the clock, or the
+clock from the peak (:func:`fill_from_relations`). Whatever cannot be derived is NaN, never a
+guess. :attr:`HardwareDescriptor.sources` says where each value came from.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import numpy as np
 
 from ..errors import GbxferError
 from ..records.targets import hardware_identity, parse_target
+from . import microarch
 
 FIELDS = (
     "is_gpu",            # 1 for GPUs, 0 for CPUs
@@ -31,20 +35,10 @@ FIELDS = (
     "compute_capability",  # 8.0 for sm_80
 )
 
-# x86/ARM mcpu -> (vector bits, fma)
-CPU_ISAS = {
-    **{m: (512, 1) for m in ("skylake-avx512", "cascadelake", "cooperlake", "icelake-server",
-                             "icelake-client", "sapphirerapids", "tigerlake", "znver4",
-                             "znver5", "x86-64-v4")},
-    **{m: (256, 1) for m in ("haswell", "broadwell", "skylake", "alderlake", "raptorlake",
-                             "znver1", "znver2", "znver3", "x86-64-v3", "core-avx2")},
-    **{m: (256, 0) for m in ("sandybridge", "ivybridge", "corei7-avx", "core-avx-i", "btver2",
-                             "bdver1")},
-    **{m: (128, 0) for m in ("nehalem", "westmere", "corei7", "x86-64-v2", "silvermont",
-                             "x86-64", "generic")},
-    **{m: (128, 1) for m in ("cortex-a53", "cortex-a72", "cortex-a76", "neoverse-n1",
-                             "neoverse-v1", "apple-m1", "carmel")},
-}
+# Where a descriptor value came from: the target (through the tables), the profile's
+# descriptor mapping, a relation between other fields (:func:`fill_from_relations`), or nowhere
+# ("given" for any value of a descriptor built from values alone, without sources).
+SOURCES = ("target", "profile", "table", "filled", "missing", "given")
 
 # sm_XX -> SMs, shared memory per block (KB), registers per block, peak fp32 GFLOP/s, GB/s, GHz
 # (reference cards: P100, V100, T4, A100, RTX 3080, RTX 4090, H100 SXM; K80 for sm_37)
@@ -63,14 +57,31 @@ GPU_ARCHS = {
 
 @dataclasses.dataclass(frozen=True)
 class HardwareDescriptor:
-    """A hardware profile's numeric description (see :data:`FIELDS`) and family name."""
+    """A hardware profile's numeric description (see :data:`FIELDS`) and family name.
+
+    ``sources`` holds one of :data:`SOURCES` per field (empty for a descriptor built from
+    values alone); ``microarchitecture`` the archspec name of the CPU the relations assume (the
+    profile's machine, else the target's mcpu), if known."""
 
     name: str
     family: str
     values: tuple  # one float per field of FIELDS, NaN when unknown
+    sources: tuple = ()
+    microarchitecture: str = ""
 
     def as_dict(self) -> dict:
         return dict(zip(FIELDS, self.values))
+
+    def source_of(self) -> dict:
+        """Field -> where its value came from (:data:`SOURCES`)."""
+        if self.sources:
+            return dict(zip(FIELDS, self.sources))
+        return {f: "missing" if math.isnan(v) else "given" for f, v in zip(FIELDS, self.values)}
+
+    @property
+    def filled(self) -> list[str]:
+        """Fields filled from relations between the others (theoretical peak, clock)."""
+        return [f for f, s in self.source_of().items() if s == "filled"]
 
     def vector(self) -> np.ndarray:
         return np.array(self.values, dtype=float)
@@ -81,23 +92,66 @@ class HardwareDescriptor:
 
     @classmethod
     def from_target(cls, target, name: str | None = None, family: str | None = None,
-                    overrides: dict | None = None) -> "HardwareDescriptor":
+                    overrides: dict | None = None, machine: str = "") -> "HardwareDescriptor":
         """Derive a descriptor from a TVM target; ``overrides`` (a profile's ``descriptor``)
-        replace derived fields. Unknown override fields are an error."""
+        replace derived fields, then :func:`fill_from_relations` fills what follows from them,
+        the microarchitecture's reference values (:data:`~gbxfer.hardware.microarch.REFERENCE`:
+        caches, typical clock) what is still missing, and the relations again (the peak at
+        the reference clock). Unknown override fields are an error.
+
+        The vector ISA is the target's (its ``mcpu``/``mattr``); the FP pipes behind the
+        relations are those of ``machine``'s microarchitecture when it names one (a profile's
+        ``machine: AMD EPYC (zen3)`` running ``mcpu: nehalem`` code), else the mcpu's. That
+        microarchitecture is :attr:`microarchitecture`."""
         t = parse_target(target)
         derived_name, derived_family = hardware_identity(t)
         values = dict.fromkeys(FIELDS, math.nan)
+        uarch = None
         kind = t.get("kind")
         if kind == "cuda":
             values.update(_gpu_fields(t))
         elif kind == "llvm":
-            values.update(_cpu_fields(t))
+            uarch = microarch.from_mcpu(t.get("mcpu"))
+            values.update(_cpu_fields(t, uarch))
+            uarch = microarch.from_machine(machine) or uarch
+        sources = {f: "missing" if math.isnan(v) else "target" for f, v in values.items()}
         for key, value in (overrides or {}).items():
             if key not in values:
                 raise GbxferError(f"unknown descriptor field {key!r}; fields: {', '.join(FIELDS)}")
             values[key] = math.nan if value is None else float(value)
+            sources[key] = "missing" if math.isnan(values[key]) else "profile"
+        for key, value in fill_from_relations(values, uarch).items():  # from measured ones
+            values[key], sources[key] = value, "filled"
+        if values.get("is_gpu") == 0:
+            for key, value in microarch.reference_fields(uarch).items():
+                if math.isnan(values[key]):
+                    values[key], sources[key] = float(value), "table"
+        for key, value in fill_from_relations(values, uarch).items():  # from the table's clock
+            values[key], sources[key] = value, "filled"
         return cls(name or derived_name, family or derived_family,
-                   tuple(float(values[f]) for f in FIELDS))
+                   tuple(float(values[f]) for f in FIELDS), tuple(sources[f] for f in FIELDS),
+                   uarch.name if uarch is not None else "")
+
+
+def fill_from_relations(values: dict, uarch) -> dict:
+    """Missing CPU fields that follow from the others (the relation the probe measures):
+    ``peak_gflops`` = theoretical peak (:func:`~gbxfer.hardware.microarch.theoretical_peak_gflops`
+    of ``uarch``, vector bits, FMA, clock and threads — or the target's cores, the parallelism
+    TVM schedules for, when no thread count is given) when the clock is known; else ``clock_ghz``
+    = peak / theoretical FLOPs per cycle (the clock at which the peak would be the theoretical
+    one) when the peak is known. Returns only the fields filled; nothing when the
+    microarchitecture's FP pipes are unknown or both or neither field is known."""
+    if values.get("is_gpu") != 0:
+        return {}
+    threads = values["threads"] if not math.isnan(values["threads"]) else values["cores"]
+    clock, peak = values["clock_ghz"], values["peak_gflops"]
+    per_ghz = microarch.theoretical_peak_gflops(uarch, values["vector_bits"], values["fma"],
+                                                1.0, threads)
+    if math.isnan(per_ghz) or math.isnan(clock) == math.isnan(peak):
+        return {}
+    if math.isnan(peak):
+        return {"peak_gflops": round(per_ghz * clock, 1)}
+    return {"clock_ghz": round(peak / per_ghz, 3)}
 
 
 GPU_ONLY = ("shared_mem_kb", "registers_per_block", "warp_size", "compute_capability")
@@ -125,14 +179,15 @@ def describe_hardware(text: str) -> HardwareDescriptor:
             "family, target, threads, descriptor: {" + ", ".join(FIELDS) + "}") from None
     overrides = {"threads": profile.threads, **profile.descriptor}
     return HardwareDescriptor.from_target(profile.target, profile.name, profile.family,
-                                          overrides)
+                                          overrides, profile.machine)
 
 
-def _cpu_fields(t: dict) -> dict:
+def _cpu_fields(t: dict, uarch) -> dict:
     out = {"is_gpu": 0.0, **dict.fromkeys(GPU_ONLY, 0.0)}  # not applicable, not unknown
     mcpu = t.get("mcpu")
-    if mcpu in CPU_ISAS:
-        out["vector_bits"], out["fma"] = CPU_ISAS[mcpu]
+    isa = microarch.vector_isa(uarch) if uarch is not None else None
+    if isa is not None:
+        out["vector_bits"], out["fma"] = isa
     elif mcpu is None and not t.get("mattr"):
         out["vector_bits"], out["fma"] = 128, 0  # no mcpu: TVM's llvm emits SSE-only code
     mattr = t.get("mattr") or []

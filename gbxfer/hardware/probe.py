@@ -1,20 +1,35 @@
-"""Measure this machine: peak GFLOP/s per vector ISA and thread count, memory bandwidth, caches.
+"""Measure this machine: its clock, peak GFLOP/s per vector ISA and thread count, memory
+bandwidth and caches, against the theoretical peak of its microarchitecture.
 
-Peak FLOP rates come from a small C kernel (independent multiply-add chains in GCC vector
-types) compiled for each ISA with the system C compiler and run with OpenMP threads; memory
-bandwidth from a STREAM-style triad over arrays far larger than the caches. Both report the best
-of several runs. Needs a C compiler with OpenMP (``cc``/``gcc``).
+Peak FLOP rates come from a small C kernel of independent ``a = a * m + c`` chains in GCC vector
+types, compiled for each ISA with the system C compiler (``-O2 -ffp-contract=fast``: one FMA
+per chain step wherever the ISA has FMA, whatever the compiler's default contraction) and run on
+OpenMP threads bound to CPUs: about 0.25 s per repetition, best of 5. The chains cover latency x
+pipes on every CPU of :data:`~gbxfer.hardware.microarch.FP_PIPES`: 8 are needed for FMA (latency
+4, 2 pipes), 12 for separate multiplies and adds on Zen (3 + 3 cycles, 2 pairs per cycle); 512-bit
+code has 32 vector registers and runs 16, narrower code 16 registers and 12 (each with the two
+constants: no spills, :func:`kernel_asm` shows it).
+
+Right before and right after each repetition, on the same bound thread, a dependent chain of
+register-register adds (one per cycle; not adds of an immediate, which Golden Cove's renamer
+folds) measures the clock the kernel runs at: a VM's /proc/cpuinfo "cpu MHz" is the nominal
+clock, not the boost clock. Memory bandwidth comes from a STREAM-style triad over arrays far
+larger than the caches. Needs a C compiler with OpenMP (``cc``/``gcc``/``clang``).
 """
 from __future__ import annotations
 
+import math
 import os
 import platform
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 from ..errors import GbxferError
+from .descriptor import FIELDS
+from .microarch import flops_per_lane_cycle, host, theoretical_peak_gflops
 
 # ISA name -> (compiler flags, vector bits, fused multiply-add, LLVM mcpu of that ISA level)
 ISAS = {
@@ -23,8 +38,13 @@ ISAS = {
     "avx": (["-mavx", "-mno-fma", "-mno-avx2"], 256, 0, "sandybridge"),
     "sse4.2": (["-msse4.2", "-mno-avx"], 128, 0, "nehalem"),
 }
+CHAINS = {512: 16, 256: 12, 128: 12}  # independent chains per vector width (see above)
+PEAK_RATIO_WARN = 0.9  # a probe below this share of the theoretical peak under-reads
+CFLAGS = ["-O2", "-ffp-contract=fast", "-fopenmp"]
 
-KERNEL = r"""
+_HEAD = r"""
+#define _GNU_SOURCE
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -33,44 +53,114 @@ typedef float vec __attribute__((vector_size(VBYTES)));
 #define LANES (VBYTES / 4)
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);
                           return t.tv_sec + 1e-9 * t.tv_nsec; }
+#if defined(__x86_64__) || defined(__i386__)
+#define ADD1 "add %1, %0\n\t"
+#elif defined(__aarch64__)
+#define ADD1 "add %0, %0, %1\n\t"
+#endif
+#ifdef ADD1
+#define ADD10 ADD1 ADD1 ADD1 ADD1 ADD1 ADD1 ADD1 ADD1 ADD1 ADD1
+#define ADD100 ADD10 ADD10 ADD10 ADD10 ADD10 ADD10 ADD10 ADD10 ADD10 ADD10
+#endif
+/* GHz of the calling thread's CPU: each add depends on the one before, one per cycle. */
+static double clock_ghz(long adds) {
+#ifdef ADD1
+  unsigned long x = 0, y = 1;
+  long n = adds / 100;
+  double t0 = now();
+  for (long i = 0; i < n; i++) __asm__ volatile(ADD100 : "+r"(x) : "r"(y));
+  double dt = now() - t0;
+  return x == 100UL * n ? 100.0 * n / dt / 1e9 : 0;
+#else
+  return 0;
+#endif
+}
+"""
+
+_MAIN = r"""
 int main(int argc, char **argv) {
-  int threads = atoi(argv[1]); long iters = atol(argv[2]); long n = atol(argv[3]);
-  omp_set_num_threads(threads);
-  double best_flops = 0, best_bw = 0;
-  for (int rep = 0; rep < 5; rep++) {
-    double t0 = now(); float sink = 0;
-    #pragma omp parallel reduction(+:sink)
-    {
-      vec a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, m, c;
-      for (int l = 0; l < LANES; l++) { m[l] = 0.999999f; c[l] = 1e-7f;
-        a0[l]=a1[l]=a2[l]=a3[l]=a4[l]=a5[l]=a6[l]=a7[l]=a8[l]=a9[l]=a10[l]=a11[l]=l; }
-      for (long i = 0; i < iters; i++) {
-        a0 = a0*m + c; a1 = a1*m + c; a2 = a2*m + c; a3 = a3*m + c; a4 = a4*m + c;
-        a5 = a5*m + c; a6 = a6*m + c; a7 = a7*m + c; a8 = a8*m + c; a9 = a9*m + c;
-        a10 = a10*m + c; a11 = a11*m + c;
-      }
-      vec s = a0+a1+a2+a3+a4+a5+a6+a7+a8+a9+a10+a11;
-      for (int l = 0; l < LANES; l++) sink += s[l];
-    }
-    double dt = now() - t0;
-    double flops = 2.0 * 12 * LANES * (double)iters * threads / dt;
-    if (flops > best_flops) best_flops = flops;
-    if (sink == 12345.f) printf("#");
+  if (argc == 3) {  /* ADDS REPS: the clock of the CPU this starts on, pinned there */
+    cpu_set_t one; CPU_ZERO(&one); CPU_SET(sched_getcpu(), &one);
+    sched_setaffinity(0, sizeof one, &one);
+    double best = 0;
+    for (int rep = 0; rep < atoi(argv[2]); rep++) {
+      double g = clock_ghz(atol(argv[1])); if (g > best) best = g; }
+    printf("%.4f\n", best);
+    return 0;
   }
-  float *a = malloc(n * 4), *b = malloc(n * 4), *c = malloc(n * 4);
+  /* THREADS SECONDS N REPS ADDS: peak GFLOP/s, triad GB/s, clock before/after (GHz) */
+  int threads = atoi(argv[1]); double seconds = atof(argv[2]); long n = atol(argv[3]);
+  int reps = atoi(argv[4]); long adds = atol(argv[5]);
+  omp_set_num_threads(threads);
+  double best_flops = 0, best_bw = 0, before = 0, after = 0, t0 = 0, t1 = 0;
+  float sink = 0;
+  long iters = 1 << 16;
+  for (;;) {  /* iterations for SECONDS per repetition; this also warms the cores up */
+    double t = now();
+    #pragma omp parallel reduction(+:sink)
+    sink += fma_chains(iters);
+    t = now() - t;
+    if (t > 0.05) { iters = (long)(iters * seconds / t) + 1; break; }
+    iters *= 4;
+  }
+  for (int rep = 0; rep < reps; rep++) {
+    double b = 0, a = 0;
+    #pragma omp parallel reduction(+:sink, b, a)
+    {
+      b += clock_ghz(adds);
+      #pragma omp barrier
+      #pragma omp master
+      t0 = now();
+      sink += fma_chains(iters);
+      #pragma omp barrier
+      #pragma omp master
+      t1 = now();
+      a += clock_ghz(adds);
+    }
+    double flops = 2.0 * CHAINS * LANES * (double)iters * threads / (t1 - t0);
+    if (flops > best_flops) best_flops = flops;
+    if (b / threads > before) before = b / threads;
+    if (a / threads > after) after = a / threads;
+  }
+  float *x = malloc(n * 4), *y = malloc(n * 4), *z = malloc(n * 4);
   #pragma omp parallel for
-  for (long i = 0; i < n; i++) { a[i] = 0; b[i] = 1; c[i] = 2; }
-  for (int rep = 0; rep < 5; rep++) {
-    double t0 = now();
+  for (long i = 0; i < n; i++) { x[i] = 0; y[i] = 1; z[i] = 2; }
+  for (int rep = 0; rep < reps; rep++) {
+    double t = now();
     #pragma omp parallel for
-    for (long i = 0; i < n; i++) a[i] = b[i] + 3.0f * c[i];
-    double dt = now() - t0, bw = 3.0 * 4 * n / dt;
+    for (long i = 0; i < n; i++) x[i] = y[i] + 3.0f * z[i];
+    double bw = 3.0 * 4 * n / (now() - t);
     if (bw > best_bw) best_bw = bw;
   }
-  printf("%.3f %.3f %f\n", best_flops / 1e9, best_bw / 1e9, a[n / 2]);
+  printf("%.3f %.3f %.4f %.4f %g %g\n", best_flops / 1e9, best_bw / 1e9, before, after,
+         (double)sink, (double)x[n / 2]);
   return 0;
 }
 """
+
+
+def kernel_source(vector_bits: int) -> str:
+    """The C source of the probe for ``vector_bits``-wide vectors (:data:`CHAINS` chains)."""
+    chains = CHAINS[vector_bits]
+    names = [f"a{i}" for i in range(chains)]
+    init = ", ".join(f"{a} = (vec){{}} + {i}.0f" for i, a in enumerate(names))
+    steps = "\n    ".join(f"{a} = {a} * m + c;" for a in names)
+    kernel = f"""
+#define CHAINS {chains}
+/* {chains} independent multiply-add chains: the rate of the FP pipes, not their latency */
+__attribute__((noinline)) static float fma_chains(long iters) {{
+  vec m = (vec){{}} + 0.999999f, c = (vec){{}} + 1e-7f;  /* a -> 0.1: no denormals */
+  vec {init};
+  for (long i = 0; i < iters; i++) {{
+    {steps}
+  }}
+  vec s = {" + ".join(names)};
+  float t = 0;
+  for (int l = 0; l < LANES; l++) t += s[l];
+  return t;
+}}
+"""
+    return _HEAD + kernel + _MAIN
 
 
 def _compiler() -> str:
@@ -79,6 +169,27 @@ def _compiler() -> str:
         if path:
             return path
     raise GbxferError("gbxfer hardware probe needs a C compiler with OpenMP (cc, gcc or clang)")
+
+
+def _build(tmp: Path, bits: int, flags: list[str], assemble: bool = True) -> Path:
+    src, out = tmp / "peak.c", tmp / ("peak" if assemble else "peak.s")
+    src.write_text(kernel_source(bits))
+    cmd = [_compiler(), *CFLAGS, f"-DVBYTES={bits // 8}", *flags, str(src),
+           *([] if assemble else ["-S"]), "-o", str(out)]
+    built = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if built.returncode != 0:
+        raise GbxferError(f"compiling the probe kernel failed ({' '.join(cmd)}): "
+                          f"{built.stderr[-500:]}")
+    return out
+
+
+def kernel_asm(isa: str) -> str:
+    """The assembly the compiler makes of the probe for ``isa`` (this CPU need not run it)."""
+    if isa not in ISAS:
+        raise GbxferError(f"unknown ISA {isa!r}; known: {', '.join(ISAS)}")
+    flags, bits, _, _ = ISAS[isa]
+    with tempfile.TemporaryDirectory() as tmp:
+        return _build(Path(tmp), bits, flags, assemble=False).read_text()
 
 
 def cpu_flags() -> set[str]:
@@ -100,28 +211,47 @@ def supported_isas() -> list[str]:
     return [isa for isa in ISAS if need[isa] <= flags]
 
 
-def measure_peak(isa: str, threads: int, iters: int = 20_000_000,
-                 stream_mb: int = 256) -> tuple[float, float]:
-    """``(peak GFLOP/s, memory GB/s)`` of ``isa`` on ``threads`` threads (best of 5 runs)."""
+class PeakMeasurement(NamedTuple):
+    """What one probe run measured: GFLOP/s, triad GB/s, and the clock (GHz) each thread
+    ran at right before and right after the FMA kernel (mean over threads, best repetition;
+    0 where the clock cannot be measured)."""
+
+    gflops: float
+    gbps: float
+    clock_before_ghz: float
+    clock_after_ghz: float
+
+
+def measure_peak(isa: str, threads: int, seconds: float = 0.25, repeats: int = 5,
+                 stream_mb: int = 256, clock_adds: int = 5_000_000) -> PeakMeasurement:
+    """Peak GFLOP/s of ``isa`` on ``threads`` threads (best of ``repeats`` runs of about
+    ``seconds`` each), memory GB/s, and the clock around the kernel."""
     if isa not in ISAS:
         raise GbxferError(f"unknown ISA {isa!r}; known: {', '.join(ISAS)}")
     if isa not in supported_isas():
         raise GbxferError(f"this CPU does not execute {isa} code (flags in /proc/cpuinfo); "
                           f"it does: {', '.join(supported_isas())}")
     flags, bits, _, _ = ISAS[isa]
+    env = {**os.environ, "OMP_PROC_BIND": "true"}
+    env.setdefault("OMP_PLACES", "cores")  # one thread per core, each on its own
     with tempfile.TemporaryDirectory() as tmp:
-        src, exe = Path(tmp) / "peak.c", Path(tmp) / "peak"
-        src.write_text(KERNEL)
-        cmd = [_compiler(), "-O2", "-fopenmp", f"-DVBYTES={bits // 8}", *flags, str(src),
-               "-o", str(exe)]
-        built = subprocess.run(cmd, capture_output=True, text=True)
-        if built.returncode != 0:
-            raise GbxferError(f"compiling the probe kernel failed: {built.stderr[-500:]}")
+        exe = _build(Path(tmp), bits, flags)
         n = stream_mb * 1024 * 1024 // 4
-        out = subprocess.run([str(exe), str(threads), str(iters), str(n)], capture_output=True,
-                             text=True, env={**os.environ, "OMP_PROC_BIND": "true"}, check=True)
-    gflops, gbps, _ = out.stdout.split()
-    return float(gflops), float(gbps)
+        args = [threads, seconds, n, repeats, clock_adds]
+        out = subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True,
+                             env=env, check=True)
+    gflops, gbps, before, after = (float(v) for v in out.stdout.split()[:4])
+    return PeakMeasurement(gflops, gbps, before, after)
+
+
+def measure_clock_ghz(adds: int = 5_000_000, repeats: int = 10) -> float | None:
+    """This CPU's clock in GHz (best of ``repeats`` chains of ``adds`` dependent adds, pinned
+    to one CPU); None on CPUs other than x86 and AArch64."""
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = _build(Path(tmp), 128, [])
+        out = subprocess.run([str(exe), str(adds), str(repeats)], capture_output=True,
+                             text=True, check=True)
+    return float(out.stdout) or None
 
 
 def cache_sizes_kb() -> dict:
@@ -142,17 +272,8 @@ def cache_sizes_kb() -> dict:
     return sizes
 
 
-def clock_ghz() -> float | None:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("cpu MHz"):
-                return round(float(line.split(":")[1]) / 1000, 3)
-    except OSError:
-        pass
-    return None
-
-
 def cpu_model() -> str:
+    """The CPU model name of /proc/cpuinfo (``AMD EPYC``)."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -162,10 +283,36 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def probe(isa: str, threads: int) -> dict:
-    """A descriptor of this machine for one ISA and thread count, with measured peaks."""
+def host_machine() -> str:
+    """This machine as profiles and records name it: the CPU model, then archspec's
+    microarchitecture in parentheses (``AMD EPYC (zen3)``)."""
+    return f"{cpu_model()} ({host().name})"
+
+
+def probe(isa: str, threads: int, seconds: float = 0.25, repeats: int = 5,
+          stream_mb: int = 256) -> dict:
+    """Measure this machine for one ISA and thread count.
+
+    Returns ``{"descriptor": {field: value}}`` (fields of
+    :data:`~gbxfer.hardware.descriptor.FIELDS` only: ISA, cores, threads, caches, measured
+    clock, peak GFLOP/s, GB/s) with ``machine`` (:func:`host_machine`), ``microarchitecture``,
+    ``theoretical_gflops`` (of the ISA at the measured clock; None where the microarchitecture's
+    FP pipes are unknown), ``peak_ratio`` (measured / theoretical), ``flops_per_lane_cycle``,
+    ``clock_before_ghz`` and ``clock_after_ghz``."""
     _, bits, fma, _ = ISAS[isa]
-    gflops, gbps = measure_peak(isa, threads)
-    return {"vector_bits": bits, "fma": fma, "cores": os.cpu_count(), "threads": threads,
-            **cache_sizes_kb(), "clock_ghz": clock_ghz(), "peak_gflops": round(gflops, 1),
-            "mem_gbps": round(gbps, 1)}
+    m = measure_peak(isa, threads, seconds, repeats, stream_mb)
+    clock = max(m.clock_before_ghz, m.clock_after_ghz) or None
+    caches = {k: v for k, v in cache_sizes_kb().items() if k in FIELDS}
+    descriptor = {"vector_bits": bits, "fma": fma, "cores": os.cpu_count(), "threads": threads,
+                  **caches, "clock_ghz": round(clock, 3) if clock else None,
+                  "peak_gflops": round(m.gflops, 1), "mem_gbps": round(m.gbps, 1)}
+    uarch = host()
+    theoretical = theoretical_peak_gflops(uarch, bits, fma, clock, threads)
+    known = not math.isnan(theoretical)  # NaN when the FP pipes or the clock are unknown
+    return {"descriptor": descriptor, "machine": host_machine(),
+            "microarchitecture": uarch.name,
+            "theoretical_gflops": round(theoretical, 1) if known else None,
+            "peak_ratio": round(m.gflops / theoretical, 3) if known else None,
+            "flops_per_lane_cycle": flops_per_lane_cycle(uarch, bits, fma),
+            "clock_before_ghz": round(m.clock_before_ghz, 3) or None,
+            "clock_after_ghz": round(m.clock_after_ghz, 3) or None}

@@ -4,6 +4,7 @@ A profile file (``configs/hardware/NAME.yaml``)::
 
     name: x86-avx2-1t
     family: x86-avx2              # the ISA (thread variants of one ISA share a family)
+    machine: AMD EPYC (zen3)      # the physical machine: CPU model and microarchitecture
     description: ...
     target: {kind: llvm, mcpu: znver3, num-cores: 1}
     threads: 1                    # TVM_NUM_THREADS of the measuring worker
@@ -30,6 +31,7 @@ class HardwareProfile:
     description: str = ""
     descriptor: dict = dataclasses.field(default_factory=dict)
     path: str = ""
+    machine: str = ""  # "" in a profile that does not say: collect names the local machine
 
 
 def load_profile(name_or_path: str) -> HardwareProfile:
@@ -55,9 +57,14 @@ def load_profile(name_or_path: str) -> HardwareProfile:
     descriptor = doc.get("descriptor", {}) or {}
     if not isinstance(descriptor, dict):
         raise GbxferError(f"{path}: descriptor must be a mapping of field -> number")
-    unknown = sorted(set(doc) - {"name", "family", "target", "threads", "description",
-                                 "descriptor"})
+    machine = doc.get("machine", "")
+    if not isinstance(machine, str) or (machine and not machine.isprintable()):
+        raise GbxferError(f"{path}: field 'machine' must be a printable string (CPU model and "
+                          f"microarchitecture, or GPU), got {machine!r}")
+    unknown = sorted(set(doc) - {"name", "family", "machine", "target", "threads",
+                                 "description", "descriptor"})
     if unknown:
         raise GbxferError(f"{path}: unknown field {unknown[0]!r}")
     return HardwareProfile(doc["name"], doc["family"], doc["target"], doc["threads"],
-                           str(doc.get("description", "")).strip(), descriptor, str(path))
+                           str(doc.get("description", "")).strip(), descriptor, str(path),
+                           machine.strip())

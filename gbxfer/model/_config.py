@@ -13,7 +13,7 @@ from ..errors import GbxferError
 from ..features import BLOCKS
 from ._ranker import GBCostRanker
 
-FIELDS = ("blocks", "params", "attention", "transfer")
+FIELDS = ("blocks", "params", "attention", "transfer", "descriptor_dropout")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,6 +32,9 @@ class ModelConfig:
     params: Mapping = dataclasses.field(default_factory=dict)
     attention: Mapping = dataclasses.field(default_factory=dict)
     transfer: Mapping = dataclasses.field(default_factory=dict)
+    descriptor_dropout: float = 0.0  # share of training groups whose measured descriptor
+    # fields are hidden (NaN), so that the trees learn where a machine known only by its
+    # target goes (gbxfer.training.hide_measured_fields)
     source: str = ""  # the file it came from, for messages
 
     def __post_init__(self):
@@ -52,11 +55,17 @@ class ModelConfig:
                               f"{', '.join(sorted(allowed))}")
         if self.attention and "hardware" not in self.blocks:
             raise GbxferError(f"{where}attention gating needs the 'hardware' block")
+        dropout = self.descriptor_dropout
+        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not (
+                0.0 <= dropout < 1.0):
+            raise GbxferError(f"{where}'descriptor_dropout' must be a number in [0, 1), got "
+                              f"{dropout!r}")
+        object.__setattr__(self, "descriptor_dropout", float(dropout))
 
     @classmethod
     def from_dict(cls, doc, source: str = "") -> "ModelConfig":
         """A config from a mapping with some of ``blocks``, ``params``, ``attention``,
-        ``transfer``; anything else is an error naming ``source``."""
+        ``transfer``, ``descriptor_dropout``; anything else is an error naming ``source``."""
         where = f"{source}: " if source else ""
         if not isinstance(doc, Mapping):
             raise GbxferError(f"{where}a model config is a mapping with 'blocks' and 'params'")
@@ -69,7 +78,8 @@ class ModelConfig:
     def to_dict(self) -> dict:
         """The YAML content of this config (what :meth:`from_dict` reads back)."""
         return {"blocks": list(self.blocks), "params": dict(self.params),
-                "attention": dict(self.attention), "transfer": dict(self.transfer)}
+                "attention": dict(self.attention), "transfer": dict(self.transfer),
+                "descriptor_dropout": self.descriptor_dropout}
 
     def replace(self, **changes) -> "ModelConfig":
         """A copy with ``changes`` (validated again)."""

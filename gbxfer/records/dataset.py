@@ -20,7 +20,8 @@ from ..errors import GbxferError
 from ..manifests import (MANIFEST, file_entry, new_token, prepare_folder, read_manifest,
                          switch_manifest, verify_files)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = (2, 3)  # 2: no machine column (read as "unknown")
 FORMAT_NAME = "gbxfer-dataset"
 
 RECORD_SCHEMA = pa.schema([
@@ -29,6 +30,8 @@ RECORD_SCHEMA = pa.schema([
     ("task_key", pa.string()),
     ("hardware", pa.string()),         # hardware profile name
     ("hardware_family", pa.string()),
+    ("machine", pa.string()),          # the physical machine (CPU model and microarchitecture,
+                                       # or GPU), shared by the profiles measured on it
     ("target", pa.string()),           # TVM target, canonical JSON
     ("source_format", pa.string()),    # "metaschedule" or "ansor"
     ("program", pa.string()),          # raw trace / step list as JSON text
@@ -105,7 +108,7 @@ class Dataset:
         """Load a dataset folder written by :meth:`save`: every file checked against the
         manifest's checksum, then its values validated (:meth:`validate`)."""
         path = Path(path)
-        manifest = read_manifest(path, FORMAT_NAME, (SCHEMA_VERSION,), "dataset")
+        manifest = read_manifest(path, FORMAT_NAME, READABLE_VERSIONS, "dataset")
         verify_files(path, manifest)
         tables = manifest.get("tables")
         if not isinstance(tables, dict) or not {"records", "tasks"} <= set(tables) or not all(
@@ -113,12 +116,16 @@ class Dataset:
             raise GbxferError(f"{path / MANIFEST}: 'tables' must name the records and tasks "
                               "files listed in 'files'")
         try:
-            records = pq.read_table(path / tables["records"], schema=RECORD_SCHEMA).to_pandas()
+            schema = (RECORD_SCHEMA if manifest["schema_version"] == SCHEMA_VERSION else
+                      RECORD_SCHEMA.remove(RECORD_SCHEMA.get_field_index("machine")))
+            records = pq.read_table(path / tables["records"], schema=schema).to_pandas()
             tasks = pq.read_table(path / tables["tasks"], schema=TASK_SCHEMA).to_pandas()
             per_store = (pd.read_parquet(path / tables["per_store"]) if "per_store" in tables
                          else None)
         except (pa.ArrowException, OSError, ValueError) as exc:  # checksummed, yet unreadable
             raise GbxferError(f"{path}: unreadable table ({exc})") from None
+        if "machine" not in records:  # schema 2: re-ingest with --machine to name it
+            records.insert(RECORD_COLUMNS.index("machine"), "machine", "unknown")
         dataset = cls(records, tasks, manifest, per_store)
         dataset.validate(str(path))
         return dataset
@@ -152,7 +159,7 @@ class Dataset:
         problems = []
         if r["record_id"].duplicated().any():
             problems.append(("duplicate record_id", r["record_id"].duplicated().to_numpy()))
-        for column in ("record_id", "program_id", "task_key", "hardware"):
+        for column in ("record_id", "program_id", "task_key", "hardware", "machine"):
             problems.append((f"empty {column}",
                              (r[column].fillna("").astype(str).str.len() == 0).to_numpy()))
         valid = r["valid"].to_numpy(dtype=bool)
@@ -180,6 +187,7 @@ class Dataset:
                 ("record of a task missing from the tasks table",
                  ~r["task_key"].isin(self.tasks["task_key"]).to_numpy()),
             ]
+        _check_machines(r, where)
         for what, bad in problems:
             if bad.any():
                 i = int(np.flatnonzero(bad)[0])
@@ -189,11 +197,13 @@ class Dataset:
                     f"{[float(c) for c in costs[i][:4]]})")
 
     # ---------------------------------------------------------------- selection
-    def filter(self, task=None, hardware=None, family=None, valid=None) -> "Dataset":
-        """Records of the given task key(s), hardware profile(s), family(ies) and validity."""
+    def filter(self, task=None, hardware=None, family=None, valid=None,
+               machine=None) -> "Dataset":
+        """Records of the given task key(s), hardware profile(s), family(ies), machine(s) and
+        validity."""
         mask = np.ones(len(self.records), dtype=bool)
         for column, wanted in (("task_key", task), ("hardware", hardware),
-                               ("hardware_family", family)):
+                               ("hardware_family", family), ("machine", machine)):
             if wanted is not None:
                 wanted = [wanted] if isinstance(wanted, str) else list(wanted)
                 mask &= self.records[column].isin(wanted).to_numpy()
@@ -216,6 +226,10 @@ class Dataset:
     def hardware(self) -> list[str]:
         return sorted(self.records["hardware"].unique())
 
+    @property
+    def machines(self) -> list[str]:
+        return sorted(self.records["machine"].unique())
+
     # ---------------------------------------------------------------- combination
     @classmethod
     def concat(cls, datasets) -> "Dataset":
@@ -224,6 +238,7 @@ class Dataset:
         if not datasets:
             return cls()
         records = pd.concat([d.records for d in datasets], ignore_index=True)
+        _check_machines(records, "the datasets to merge")  # before merging their duplicates
         tasks = pd.concat([d.tasks for d in datasets], ignore_index=True)
         manifest = {"sources": [s for d in datasets for s in d.manifest.get("sources", [])],
                     "skipped": _sum_counts(d.manifest.get("skipped", {}) for d in datasets),
@@ -244,6 +259,7 @@ class Dataset:
         for name, g in r.groupby("hardware", sort=True):
             by_hw[name] = {
                 "family": str(g["hardware_family"].iloc[0]),
+                "machine": str(g["machine"].iloc[0]),
                 "n_lines": int(g["n_measurements"].sum()),
                 "n_records": int(len(g)),
                 "n_valid": int(g["valid"].astype(bool).sum()),
@@ -262,6 +278,12 @@ class Dataset:
                 "latency_median": float(np.median(lat)) if len(lat) else None,
                 "latency_max": float(lat.max()) if len(lat) else None,
             })
+        machines = {}
+        for name, g in r.groupby("machine", sort=True):
+            machines[name] = {"hardware": sorted(g["hardware"].unique()),
+                              "n_records": int(len(g)),
+                              "n_valid": int(g["valid"].astype(bool).sum()),
+                              "n_tasks": int(g["task_key"].nunique())}
         n_hw = r["hardware"].nunique()
         per_program = r.groupby("program_id")["hardware"].nunique()
         return {
@@ -273,6 +295,7 @@ class Dataset:
             "n_programs": int(r["program_id"].nunique()),
             "n_programs_on_every_hardware": int((per_program == n_hw).sum()) if n_hw else 0,
             "skipped_lines": dict(self.manifest.get("skipped", {})),
+            "machines": machines,
             "hardware": by_hw,
             "groups": groups,
         }
@@ -300,6 +323,19 @@ def merge_duplicate_records(records: pd.DataFrame) -> pd.DataFrame:
     out = pd.concat([records[~dup], pd.DataFrame(merged, columns=records.columns)],
                     ignore_index=True)
     return out
+
+
+def _check_machines(records: pd.DataFrame, where: str) -> None:
+    """A hardware profile is measured on one machine: the same name on two machines would
+    merge their measurements."""
+    machines = records.groupby("hardware")["machine"].nunique()
+    if (machines > 1).any():
+        name = machines.index[machines.to_numpy() > 1][0]
+        raise GbxferError(
+            f"{where}: hardware profile {name!r} is on more than one machine ("
+            f"{', '.join(sorted(records.loc[records['hardware'] == name, 'machine'].unique()))}"
+            "); a profile names one machine: give the others other names (ingest --hardware "
+            "NAME)")
 
 
 def _write_parquet(frame: pd.DataFrame, schema: pa.Schema, path: Path) -> None:

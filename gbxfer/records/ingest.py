@@ -17,7 +17,7 @@ from .formats import (RecordBuilder, is_ansor_log, is_metaschedule_database, rea
 from .targets import profile_name_problem
 
 
-def ingest(sources, hardware=None, skip_bad=False, progress=False) -> Dataset:
+def ingest(sources, hardware=None, skip_bad=False, progress=False, machine=None) -> Dataset:
     """Read every source into one dataset, merging duplicate records.
 
     Parameters
@@ -29,6 +29,11 @@ def ingest(sources, hardware=None, skip_bad=False, progress=False) -> Dataset:
     hardware : tuple (name, family or None), optional
         Hardware profile of every record read from logs and databases, overriding the identity
         derived from their targets (``--hardware NAME[:FAMILY]``).
+    machine : str, optional
+        The physical machine of every record read (``--machine``: a CPU model and
+        microarchitecture such as ``"AMD EPYC (zen3)"``, or a GPU name), overriding the one
+        derived from targets (:func:`~gbxfer.records.targets.machine_identity`) and the one a
+        gbxfer dataset carries.
     skip_bad : bool
         Skip bad lines and files (counted by reason in ``manifest["skipped"]``) instead of
         raising :class:`~gbxfer.errors.InputError` on the first one.
@@ -38,12 +43,19 @@ def ingest(sources, hardware=None, skip_bad=False, progress=False) -> Dataset:
     if isinstance(sources, (str, os.PathLike)):  # one source, not the characters of its name
         sources = [sources]
     hardware = _check_hardware(hardware)
+    if machine is not None and (not isinstance(machine, str) or not machine.strip()
+                                or not machine.isprintable()):
+        raise GbxferError(f"machine must be a non-empty printable name, got {machine!r}")
     builder = RecordBuilder(skip_bad=skip_bad)
     datasets = []
     with tqdm(unit=" lines", disable=None if progress else True, desc="ingest") as bar:
         for source in sources:
             _read_source(Path(source), builder, hardware, datasets, bar.update)
-    return Dataset.concat([builder.build(), *datasets]) if datasets else builder.build()
+    parts = [builder.build(), *datasets]
+    if machine is not None:
+        for part in parts:
+            part.records["machine"] = machine.strip()
+    return Dataset.concat(parts) if datasets else parts[0]
 
 
 def _check_hardware(hardware):

@@ -92,6 +92,21 @@ def hardware_identity(target) -> tuple[str, str]:
     return name, family
 
 
+def machine_identity(target) -> str:
+    """The physical machine a target names, as far as the target says: its ``model`` (TVM's
+    ``-model=``) when given, else its family (``cuda-sm_80``, ``llvm-znver3``: some machine of
+    that architecture); ``"unknown"`` for an unreadable or empty target. Data collected with a
+    profile, or ingested with ``--machine``, carries the machine's real name instead."""
+    try:
+        t = parse_target(target)
+        model = t.get("model")
+        if isinstance(model, str) and model.strip() and model != "unknown":
+            return model.strip()
+        return hardware_identity(t)[1]
+    except (ValueError, TypeError):
+        return "unknown"
+
+
 def profile_name_problem(name) -> str:
     """Why ``name`` cannot name a hardware profile (it names folders and files), or ``""``."""
     if not isinstance(name, str) or not name:

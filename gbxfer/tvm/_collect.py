@@ -26,7 +26,9 @@ from tqdm.auto import tqdm
 from ..records.ingest import ingest
 from ..records.dataset import Dataset
 from ..records.formats._metaschedule import FAILED_RUN_SECS
+from ..hardware.probe import host_machine
 from ..hardware.profiles import HardwareProfile
+from ..records.targets import machine_identity
 from ..records.suite import Suite, Task
 from ._builder import local_builder
 from ._database import AppendOnlyDatabase
@@ -266,10 +268,20 @@ class Collector:
                         "other jobs are running; timings will be noisy", load,
                         os.cpu_count(), threads)
 
+    def machine(self, profile: HardwareProfile) -> str:
+        """The profile's machine; when it does not say, this one (measured locally) or, on an
+        RPC device, the machine its target names."""
+        if profile.machine:
+            return profile.machine
+        if self.plan.rpc_tracker:
+            return machine_identity(profile.target)
+        return host_machine()
+
     def write_dataset(self) -> Dataset:
         """Ingest the profile databases into ``OUT/dataset`` with the suite's task metadata."""
         plan = self.plan
-        parts = [ingest([plan.out / "metaschedule" / p.name], hardware=(p.name, p.family))
+        parts = [ingest([plan.out / "metaschedule" / p.name], hardware=(p.name, p.family),
+                        machine=self.machine(p))
                  for p in plan.profiles if (plan.out / "metaschedule" / p.name).exists()]
         out_dataset = plan.out / "dataset"
         if (out_dataset / "manifest.json").exists():

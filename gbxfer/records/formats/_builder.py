@@ -9,6 +9,7 @@ import pandas as pd
 from ..dataset import RECORD_COLUMNS, TASK_COLUMNS, Dataset
 from ...errors import InputError
 from ..programs import program_id, record_id
+from ..targets import machine_identity
 from ._lines import json_lines
 
 
@@ -86,6 +87,8 @@ class RecordBuilder:
             rec["valid"] = bool(rec["costs"])
             rec["latency"] = statistics.median(rec["costs"]) if rec["costs"] else float("nan")
         records = pd.DataFrame(rows, columns=RECORD_COLUMNS)
+        machines = {t: machine_identity(t) for t in records["target"].unique()}
+        records["machine"] = records["target"].map(machines).astype(object)
         tasks = pd.DataFrame(list(self._tasks.values()), columns=TASK_COLUMNS)
         manifest = {"sources": self.sources, "skipped": dict(self.skipped),
                     "skip_examples": self.skip_examples}

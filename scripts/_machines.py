@@ -1,0 +1,123 @@
+"""By-machine rows of scripts/bench_model.py: every profile of one physical machine held out,
+the model trained on the other machines, scored there zero-shot beside random.
+
+The machines: the bundled dataset's AMD EPYC Zen 3 (4 ISA/thread profiles) and, from
+../shared/data, the Ansor logs' NVIDIA A100, NVIDIA RTX 3080 and x86 CPU (its model is not
+stated in the source). The held-out machine's descriptor comes in three variants, on the same
+test rows and the same trained model:
+
+  probed   what training uses: the profile's probed descriptor (Zen 3), the GPU table (GPUs)
+  table    what a machine known only by its target and machine name gets: the target's
+           fields, the microarchitecture's reference values and the relations (no probe)
+  missing  the measured fields (caches, clock, peak, bandwidth) NaN
+
+and each model is trained twice: without and with descriptor-field dropout (0.3 of the
+training groups with their measured fields hidden; ``descriptor_dropout`` in a model config).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gbxfer import Dataset, SplitSpec, ingest, load_dataset
+from gbxfer.features import block_columns, build
+from gbxfer.hardware import HardwareDescriptor
+from gbxfer.hardware.profiles import load_profile
+from gbxfer.errors import GbxferError
+from gbxfer.metrics import ranking_report
+from gbxfer.model import GBCostRanker, load_model_config
+from gbxfer.training import MEASURED_FIELDS, hide_measured_fields
+
+DEFAULT = load_model_config()
+ANSOR_MACHINES = {"gpu_a100": "NVIDIA A100", "gpu_rtx3080": "NVIDIA RTX 3080",
+                  "cpu_x86": "x86 CPU (Ansor logs; model not stated)"}
+VARIANTS = ("probed", "table", "missing")
+DROPOUTS = (0.0, 0.3)
+
+
+def machines_dataset(shared) -> Dataset:
+    """The bundled dataset and the Ansor logs of ``shared``, each log folder named as its
+    machine; valid records only."""
+    parts = [load_dataset("bundled")]
+    for folder, machine in ANSOR_MACHINES.items():
+        parts.append(ingest([shared / "bennu-ansor" / folder], machine=machine))
+    return Dataset.concat(parts).filter(valid=True)
+
+
+def table_descriptor(name: str, family: str, target: str, machine: str) -> np.ndarray:
+    """The descriptor of a machine known only by its target and machine name (and its
+    profile's thread count): no probed field."""
+    try:
+        threads = {"threads": load_profile(name).threads}
+    except GbxferError:
+        threads = {}
+    return HardwareDescriptor.from_target(target, name, family, threads, machine).vector()
+
+
+def variant(X: np.ndarray, columns, records, which: str) -> np.ndarray:
+    """``X`` with the hardware block of every record replaced by the ``which`` variant."""
+    if which == "probed":
+        return X
+    columns = list(columns)
+    cols = [columns.index(c) for c in block_columns("hardware")]
+    X = np.array(X, copy=True)
+    if which == "missing":
+        measured = [columns.index(f"hardware.{f}") for f in MEASURED_FIELDS]
+        X[:, measured] = np.nan
+        return X
+    for (name, family, target, machine), rows in records.groupby(
+            ["hardware", "hardware_family", "target", "machine"]).groups.items():
+        X[np.ix_(records.index.get_indexer(rows), cols)] = table_descriptor(
+            name, family, target, machine)
+    return X
+
+
+def by_machine_rows(shared, seeds) -> list[dict]:
+    dataset = machines_dataset(shared)
+    fm = build(dataset, ["program", "workload", "hardware"])
+    r = fm.records
+    assert (r["record_id"].to_numpy() == dataset.records["record_id"].to_numpy()).all()
+    rows = []
+    for machine in dataset.machines:
+        spec = SplitSpec.parse(f"by-machine:{machine}")
+        test = spec.test_mask(dataset)
+        groups = r["group"].to_numpy()
+        reports: dict = {}
+        for seed in seeds:
+            for dropout in DROPOUTS:
+                X_train = hide_measured_fields(fm.X[~test], fm.columns, groups[~test], dropout,
+                                               seed) if dropout else fm.X[~test]
+                model = GBCostRanker(**{**DEFAULT.params, "random_state": seed}).fit(
+                    X_train, r["label"][~test], groups=groups[~test])
+                part = r[test].reset_index(drop=True)
+                targets = dataset.records[test].reset_index(drop=True)
+                for which in VARIANTS:
+                    X_test = variant(fm.X[test], fm.columns, targets, which)
+                    rep = ranking_report(part["latency"], model.predict(X_test), part["group"],
+                                         part["weight"])
+                    reports.setdefault((which, dropout), []).append(rep)
+            random_scores = np.random.default_rng(seed).random(int(test.sum()))
+            reports.setdefault(("random", None), []).append(ranking_report(
+                r["latency"][test], random_scores, r["group"][test], r["weight"][test]))
+        for (which, dropout), reps in reports.items():
+            rows.append({"data": "bundled + Ansor logs", "split": f"by-machine:{machine}",
+                         "model": "random" if which == "random" else
+                         f"gbxfer ({which}{', dropout' if dropout else ''})",
+                         "seeds": len(reps), **summary(reps),
+                         "n_train_machines": len(dataset.machines) - 1,
+                         "n_test_records": int(test.sum())})
+    return rows
+
+
+def summary(reps) -> dict:
+    from _bench import ci95
+
+    out = {}
+    for metric in ("pca", "top1", "top5", "apeak5", "random_top1", "random_top5"):
+        mean, half = ci95([rep[metric] for rep in reps])
+        out[metric] = round(mean, 4) if not math.isnan(mean) else mean
+        out[f"{metric}_ci"] = round(half, 4)
+    out["n_groups"] = reps[0]["n_groups"]
+    out["group_size_median"] = reps[0]["group_size_median"]
+    return out
