@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import logging
+import os
+import socket
 import time
 import warnings
 
@@ -98,12 +100,22 @@ class TrialSeededSampler(optuna.samplers.BaseSampler):
         self._sampler(trial).after_trial(study, trial, state, values)
 
 
+def sqlalchemy_url(url: str) -> str:
+    """``url`` with the driver gbxfer installs for it (the ``postgres`` extra's psycopg 3 for a
+    plain ``postgresql://``; SQLAlchemy's default there is psycopg2)."""
+    if url.startswith("postgresql://"):
+        return "postgresql+psycopg://" + url[len("postgresql://"):]
+    return url
+
+
 def study_storage(url: str | None):
     """The storage of ``url`` (None: in memory, for one process): a database with Optuna's
     heartbeat, so that a trial whose worker was killed is failed after :data:`GRACE_SECS` and
-    run again with its parameters."""
+    run again with its parameters. ``postgresql://`` opens with psycopg 3 (``pip install
+    'gbxfer[postgres]'``)."""
     if url is None:
         return optuna.storages.InMemoryStorage()
+    url = sqlalchemy_url(url)
     engine = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else None
     with warnings.catch_warnings():  # heartbeats are "experimental" in Optuna
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -145,6 +157,7 @@ def _run(study: optuna.Study, objective, n_trials: int) -> optuna.Study:
         if origin is not None and any(t.system_attrs.get("failed_trial") == origin
                                       for t in ahead):
             raise optuna.TrialPruned(f"a retry of trial {origin} is queued or ran already")
+        trial.set_user_attr("worker", f"{socket.gethostname()}:{os.getpid()}")  # who ran it
         return objective(trial)
 
     failed = []

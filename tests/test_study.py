@@ -76,3 +76,15 @@ def test_transfer_study_keeps_each_task_in_one_fold_across_profiles(gpus_path, m
     study_module.study_transfer(model, gpus, gpus, shots, 1, "folds", None)
     assert len(gpus.hardware) == 2 and len(fit_tasks) == 4  # no adaptation, then one trial
     assert not fit_tasks[0] & fit_tasks[1]  # the two folds adapt on disjoint tasks
+
+
+def test_postgresql_urls_open_with_psycopg_3_and_the_dashboard_command_names_it(capsys):
+    from gbxfer.cli import main
+    from gbxfer.study import sqlalchemy_url
+    assert sqlalchemy_url("postgresql://u@h:5432/db") == "postgresql+psycopg://u@h:5432/db"
+    assert sqlalchemy_url("postgresql+psycopg2://u@h/db") == "postgresql+psycopg2://u@h/db"
+    assert sqlalchemy_url("sqlite:///s.db") == "sqlite:///s.db"
+    assert main(["study", "--dashboard", "--storage", "postgresql://u@h/db"]) == 0
+    assert capsys.readouterr().out.startswith("optuna-dashboard postgresql+psycopg://u@h/db")
+    assert main(["study", "--storage", "sqlite:///s.db"]) == 2
+    assert "needs KIND (model or transfer) and DATASET" in capsys.readouterr().err

@@ -39,6 +39,20 @@ def storage_url(text: str) -> str:
     return text
 
 
+def dashboard_command(url: str) -> str:
+    """The optuna-dashboard command line that serves the studies of storage ``url`` (with the
+    driver gbxfer opens it with), and how to install it when it is not."""
+    import shlex
+    import shutil
+
+    from ..study import sqlalchemy_url
+
+    command = f"optuna-dashboard {shlex.quote(sqlalchemy_url(url))}"
+    if shutil.which("optuna-dashboard") is None:
+        command += "    # not installed here: pip install optuna-dashboard"
+    return command
+
+
 def check_storage(url: str) -> None:
     """Open the Optuna storage once before any work: a database that cannot be opened (no
     driver installed, no server, no permission, not a database) is then one error line, not a
@@ -63,11 +77,15 @@ def add_parser(verbs, common):
         description="Run (or continue) an Optuna study. 'model' tunes the booster by by-task "
                     "cross-validation inside the training part of --holdout; 'transfer' tunes "
                     "transfer settings by cross-validation inside the shots. Several processes "
-                    "may work on one study (same --storage and --study-name). The best "
-                    "parameters are written to --export as a model config.")
-    p.add_argument("kind", choices=["model", "transfer"])
-    p.add_argument("dataset", type=input_path, metavar="DATASET",
+                    "may work on one study (same --storage and --study-name), on one machine or "
+                    "many (a PostgreSQL storage, pip install 'gbxfer[postgres]'). The best "
+                    "parameters are written to --export as a model config. --dashboard prints "
+                    "the optuna-dashboard command that shows the storage's studies.")
+    p.add_argument("kind", nargs="?", choices=["model", "transfer"])
+    p.add_argument("dataset", nargs="?", type=input_path, metavar="DATASET",
                    help="model: the training data; transfer: the target data")
+    p.add_argument("--dashboard", action="store_true",
+                   help="print the optuna-dashboard command for --storage, and stop")
     p.add_argument("--model", type=input_path, help="transfer: the source model")
     p.add_argument("--shots", type=shots_option, default=8, metavar="K|FRACTION",
                    help=f"transfer: {SHOTS_HELP} (default: 8)")
@@ -98,6 +116,12 @@ def run(args) -> int:
     from ..study import best_config, study_model, study_transfer
     from ..transfer import draw_shots
 
+    if args.dashboard:
+        print(dashboard_command(args.storage))
+        return 0
+    if args.kind is None or args.dataset is None:
+        raise GbxferError("gbxfer study needs KIND (model or transfer) and DATASET, or "
+                          "--dashboard")
     if args.quiet:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
     if args.kind == "transfer" and args.model is None:
