@@ -25,7 +25,7 @@ from .features import build
 from .model import ModelConfig
 from .splits import SplitSpec
 from .training import evaluate, train, training_part
-from .transfer import TransferConfig, transfer
+from .transfer import TransferConfig, cross_validate
 
 log = logging.getLogger("gbxfer")
 
@@ -230,39 +230,22 @@ def study_model(dataset: Dataset, config: ModelConfig, n_trials: int, name: str,
 
 def study_transfer(model, source: Dataset, target: Dataset, shots, n_trials: int, name: str,
                    storage: str, seed: int = 0, metric: str = "pca") -> optuna.Study:
-    """Tune :class:`TransferConfig` by 2-fold CV inside the shots: the shots of half of the
-    tasks adapt the model, the other half's shots score it, and back (with a single task, its
-    programs are split instead). A task's groups on every target profile stay in one fold:
-    thread variants of one ISA measure the same programs, and a fold that adapted on one of
-    them would score the other almost by heart. A fold's groups keep all their K shots, so
-    even K = 2 leaves pairs to rank. The metric defaults to PCA (top-1 of a group of two shots is
-    a coin flip). The first trial is the default config; the source model's own scores on the
+    """Tune :class:`TransferConfig` by 2-fold CV inside the shots
+    (:func:`gbxfer.transfer.cross_validate`; each trial's transfer unguarded: the study is the
+    check). The metric defaults to PCA (top-1 of a group of two shots is a coin flip). The
+    first trial is the default config; the source model's own scores on the
     same folds are kept too (study user attribute ``source_only``), so that
     :func:`chosen_transfer` can pick among no adaptation, the default and the best trial."""
-    shot_records = target.records.iloc[shots]
-    tasks = np.unique(shot_records["task_key"], return_inverse=True)
-    by = tasks if len(tasks[0]) >= 2 else np.unique(shot_records["program_id"],
-                                                    return_inverse=True)
-    fold_of = by[1] % 2
+    shots = np.asarray(shots)
     # built once: every trial's folds select rows of them and relabel
     source_features, target_features = build(source, model.blocks), build(target, model.blocks)
 
-    def cross_validate(config: TransferConfig) -> tuple[list, dict]:
-        reports = []
-        for fold in (0, 1):
-            fit, held = shots[fold_of != fold], shots[fold_of == fold]
-            if len(fit) == 0 or len(held) == 0:
-                raise GbxferError("too few shots to cross-validate a transfer study")
-            adapted = transfer(model, source, target, fit, config, seed,
-                               source_features=source_features, target_features=target_features)
-            reports.append(evaluate(adapted, target.select(held),
-                                    features=target_features.select_rows(held)))
-        by_group = {g: rep[metric] for r in reports for g, rep in r["by_task"].items()
-                    if np.isfinite(rep[metric])}
-        return reports, by_group
+    def validate(config: TransferConfig) -> tuple[list, dict]:
+        return cross_validate(model, source, target, shots, config, seed, metric,
+                              source_features, target_features)
 
     def objective(trial):
-        reports, by_group = cross_validate(TransferConfig(**transfer_space(trial)))
+        reports, by_group = validate(TransferConfig(**transfer_space(trial), guard=False))
         for key in ("pca", "top1", "top5"):
             trial.set_user_attr(key, float(np.mean([r[key] for r in reports])))
         trial.set_user_attr("by_group", by_group)
@@ -270,7 +253,7 @@ def study_transfer(model, source: Dataset, target: Dataset, shots, n_trials: int
 
     study = open_study(name, storage, seed)
     if "source_only" not in study.user_attrs:
-        study.set_user_attr("source_only", cross_validate(TransferConfig(extra_rounds=0))[1])
+        study.set_user_attr("source_only", validate(TransferConfig(extra_rounds=0))[1])
     if not study.trials:
         study.enqueue_trial(_default_params(), skip_if_exists=True)
     return _run(study, objective, n_trials)
@@ -301,8 +284,9 @@ def chosen_transfer(study: optuna.Study) -> TransferConfig:
     default = next((t for t in done if t.params == _default_params()), done[0])
     best = max(done, key=lambda t: t.value)
     candidates = [(TransferConfig(extra_rounds=0), study.user_attrs.get("source_only")),
-                  (TransferConfig(**default.params), default.user_attrs.get("by_group")),
-                  (TransferConfig(**best.params), best.user_attrs.get("by_group"))]
+                  (TransferConfig(**default.params, guard=False),
+                   default.user_attrs.get("by_group")),
+                  (TransferConfig(**best.params, guard=False), best.user_attrs.get("by_group"))]
     reference = candidates[-1][1] or {}
     for config, by_group in candidates:
         common = sorted(set(by_group or {}) & set(reference))

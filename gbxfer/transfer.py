@@ -7,6 +7,12 @@ the source records plus the shots: source records are weighted by how similar th
 is to the target (an RBF kernel over standardised hardware descriptors, with a temperature),
 the shots by ``target_weight``. Labels of the shots are computed among the shots only (the rest of the
 target is unknown to the transfer).
+
+Guarded (the default, ``guard``): the adaptation is first cross-validated inside the shots
+(:func:`cross_validate`: the shots of half of the tasks adapt, the other half's score, and back)
+against the source model on the same held-out groups; it is kept only when its mean gain in
+pairwise accuracy exceeds one standard error, else the source model is returned (with the shots
+recorded). A few shots cannot then make the model worse beyond the noise of that check.
 """
 from __future__ import annotations
 
@@ -18,11 +24,11 @@ import numpy as np
 
 from .records.dataset import Dataset
 from .errors import GbxferError
-from .features import FeatureMatrix
+from .features import FeatureMatrix, build
 from .metrics import log_comb
 from .model import GBCostRanker, SavedModel
 from .splits import SplitSpec, key_uniform
-from .training import features_of
+from .training import evaluate, features_of
 
 
 MODES = ("continue", "retrain")
@@ -41,6 +47,12 @@ class TransferConfig:
     rescale_shots: bool = True  # shot labels to the scale of whole groups (see shot_scale)
     num_leaves: int = 0  # leaves of the added trees; 0 = as in the source model
     min_child_samples: int = 0  # records per leaf of the added trees; 0 = as in the source model
+    guard: bool = True  # keep the adaptation only if it beats the source inside the shots
+
+    @property
+    def adapts(self) -> bool:
+        """Whether this config changes the model at all (not: continue with no trees)."""
+        return not (self.mode == "continue" and self.extra_rounds == 0)
 
     @classmethod
     def from_dict(cls, d: dict | None) -> "TransferConfig":
@@ -135,9 +147,20 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
         raise GbxferError("no shots: the target has no valid records to draw from")
     fm_tgt = features_of(target, model.blocks, shot_positions, target_features)
     model.check_columns(fm_tgt.columns)
-    if config.mode == "continue" and config.extra_rounds == 0:
-        # no trees added: the source model, with the shots recorded
+    if not config.adapts:  # no trees added: the source model, with the shots recorded
         return _adapted(model, model.ranker, shots, config, seed, holdout)
+    if config.guard:
+        source_features = source_features or build(source, list(model.blocks))
+        target_features = target_features or build(target, list(model.blocks))
+        check = guard_check(model, source, target, np.asarray(shot_positions), config, seed,
+                            source_features, target_features)
+        if not check["adapted"]:
+            return _adapted(model, model.ranker, shots, config, seed, holdout, check)
+        adapted = transfer(model, source, target, shot_positions,
+                           dataclasses.replace(config, guard=False), seed, holdout,
+                           source_features, target_features)
+        adapted.extra["transfer"]["guard_check"] = check
+        return adapted
     r = source.records
     keep = r["valid"].to_numpy(dtype=bool) & r["hardware"].isin(model.hardware).to_numpy()
     if config.source_fraction < 1.0:
@@ -180,8 +203,63 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
     return _adapted(model, ranker, shots, config, seed, holdout)
 
 
+def shot_folds(target: Dataset, shots: np.ndarray) -> np.ndarray:
+    """Fold 0 or 1 of each shot: by task, so that a task's groups on every target profile stay
+    in one fold (thread variants of one ISA measure the same programs, and a fold that adapted
+    on one would score the other almost by heart); by program when there is a single task."""
+    records = target.records.iloc[shots]
+    tasks = np.unique(records["task_key"], return_inverse=True)
+    by = tasks if len(tasks[0]) >= 2 else np.unique(records["program_id"], return_inverse=True)
+    return by[1] % 2
+
+
+def cross_validate(model: SavedModel, source: Dataset, target: Dataset, shots: np.ndarray,
+                   config: TransferConfig, seed: int, metric: str,
+                   source_features: FeatureMatrix, target_features: FeatureMatrix):
+    """``config``'s transfer scored inside the shots: the shots of one fold
+    (:func:`shot_folds`) adapt the model, the other fold's shots score it (groups keep all
+    their shots, so even K = 2 leaves pairs to rank), and back. Returns the two fold reports
+    and ``{group: metric}`` over the held-out groups."""
+    fold_of = shot_folds(target, shots)
+    reports = []
+    for fold in (0, 1):
+        fit, held = shots[fold_of != fold], shots[fold_of == fold]
+        if len(fit) == 0 or len(held) == 0:
+            raise GbxferError("too few shots to cross-validate a transfer")
+        adapted = transfer(model, source, target, fit, dataclasses.replace(config, guard=False),
+                           seed, source_features=source_features,
+                           target_features=target_features)
+        reports.append(evaluate(adapted, target.select(held),
+                                features=target_features.select_rows(held)))
+    by_group = {g: rep[metric] for r in reports for g, rep in r["by_task"].items()
+                if np.isfinite(rep[metric])}
+    return reports, by_group
+
+
+def guard_check(model: SavedModel, source: Dataset, target: Dataset, shots: np.ndarray,
+                config: TransferConfig, seed: int, source_features: FeatureMatrix,
+                target_features: FeatureMatrix) -> dict:
+    """Whether ``config``'s adaptation beats the source model inside the shots: the paired
+    per-group differences of pairwise accuracy on the held-out folds (:func:`cross_validate`)
+    have a mean above one standard error. Too few shots or groups to tell: not adapted."""
+    try:
+        base = cross_validate(model, source, target, shots, TransferConfig(extra_rounds=0), seed,
+                              "pca", source_features, target_features)[1]
+        mine = cross_validate(model, source, target, shots, config, seed, "pca",
+                              source_features, target_features)[1]
+    except GbxferError:
+        return {"adapted": False, "gain": None, "se": None, "groups": 0}
+    common = sorted(set(base) & set(mine))
+    diff = np.array([mine[g] - base[g] for g in common])
+    if len(diff) < 2:
+        return {"adapted": False, "gain": None, "se": None, "groups": len(diff)}
+    gain, se = float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(len(diff)))
+    return {"adapted": bool(gain > se), "gain": round(gain, 5), "se": round(se, 5),
+            "groups": len(diff)}
+
+
 def _adapted(model: SavedModel, ranker, shots: Dataset, config: TransferConfig, seed: int,
-             holdout: SplitSpec | None) -> SavedModel:
+             holdout: SplitSpec | None, guard: dict | None = None) -> SavedModel:
     """The transferred model: ``ranker`` with the source's columns, and the shots and the
     split in its metadata (so that evaluation leaves them out)."""
     ids = list(model.train_record_ids) + shots.records["record_id"].tolist()
@@ -190,4 +268,5 @@ def _adapted(model: SavedModel, ranker, shots: Dataset, config: TransferConfig, 
                       {"transfer": {**dataclasses.asdict(config), "seed": seed,
                                     "n_shots": len(shots),
                                     "shot_record_ids": shots.records["record_id"].tolist(),
-                                    "source_split": model.split}}, model.gate)
+                                    "source_split": model.split,
+                                    **({"guard_check": guard} if guard else {})}}, model.gate)

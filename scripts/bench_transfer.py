@@ -1,24 +1,27 @@
 """Few-shot transfer to unseen hardware: arms x K shots per task, mean +- 95% CI over seeds.
 
-    python scripts/bench_transfer.py [--seeds 5] [--shots 2,4,8,16] [--trials 10]
-                                     [--settings bundled,gpus]
+    python scripts/bench_transfer.py [--seeds 5] [--shots 1,2,4,8,16] [--trials 10]
+                                     [--settings bundled,gpus] [--arms default,unguarded,...]
 
 Settings: the bundled dataset with each ISA family held out in turn (all its thread
 variants; the source model trains on the other families), and the ../shared/data/bennu-ansor
-GPUs (RTX 3080 -> A100 and back). For each (setting, seed) one target test part (within-task,
-half of each target task's programs, seeded) serves every arm and every K; shots are drawn
-from the other half. Arms:
+GPUs (RTX 3080 -> A100 and back). For each setting one source model (seed 0) and one target
+test part (within-task, half of each target task's programs) serve every arm, seed and K; the
+seeds are shot draws from the other half. Arms:
 
   tuned        gbxfer transfer, its settings chosen by an Optuna study (--trials) that
                cross-validates inside the shots only; no adaptation, the default or the best
                trial, by the one-standard-error rule (gbxfer.study.chosen_transfer)
-  default      gbxfer transfer with the default TransferConfig
-  source-only  the source model, no target data
+  default      gbxfer transfer with the default TransferConfig: guarded, the adaptation kept
+               only if it beats the source model inside the shots beyond one standard error
+  unguarded    the same adaptation without the check (the default before the guard)
+  source-only  the source model, no target data (zero-shot)
   pooled       one model trained on source records + shots together, no reweighting
   scratch      a model trained on the shots alone
   upper        a model trained on every target record outside the test part (upper bound)
 
-How hard each transfer is: the Spearman correlation between source and target latencies of
+Paired differences to source-only on the same test records (d_pca, d_top1: mean and 95% CI
+over seeds) say whether an arm helps or hurts. How hard each transfer is: the Spearman correlation between source and target latencies of
 the paired programs (per task, averaged). Each (setting, seed, K) is appended to
 scripts/results/bench_transfer.jsonl as it finishes, so a killed run resumes (--fresh
 restarts). Results: scripts/results/bench_transfer.{json,csv,png}.
@@ -45,7 +48,8 @@ from gbxfer.transfer import TransferConfig, draw_shots, transfer
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 LOG = RESULTS / "bench_transfer.jsonl"
-ARMS = ("tuned", "default", "source-only", "pooled", "scratch", "upper")
+ARMS = ("tuned", "default", "unguarded", "source-only", "pooled", "scratch", "upper")
+BENCH_VERSION = 2  # 2: "default" is the guarded transfer (rows of version 1 are redone)
 METRICS = ("pca", "top1", "top5")
 
 
@@ -93,44 +97,68 @@ def fit(params, fm, mask, seed):
         fm.X[mask], r["label"][mask], groups=r["group"][mask])
 
 
-def one(source, target, seed, k, trials, config) -> dict:
-    """Every arm for one (seed, K): ranking quality on the same target test part."""
-    holdout = SplitSpec("within-task", 0.5, seed)
+HOLDOUT = SplitSpec("within-task", 0.5, 0)  # one test part for every arm, seed and K
+
+
+def prepared(source, target, config) -> dict:
+    """What every (seed, K) of a setting shares: the source model (trained once, seed 0) and
+    the feature matrices."""
+    return {"model": train(source, config, seed=0),
+            "fm_source": build(source, list(config.blocks)),
+            "fm_target": build(target, list(config.blocks))}
+
+
+def one(source, target, seed, k, trials, config, arms_wanted=ARMS, shared=None) -> dict:
+    """The arms for one (seed = shot draw, K): ranking quality on the same target test part,
+    with the same source model."""
+    shared = shared or prepared(source, target, config)
+    holdout, model, fm_target = HOLDOUT, shared["model"], shared["fm_target"]
+    features = {"source_features": shared["fm_source"], "target_features": fm_target}
     test = holdout.test_mask(target)
-    fm_target = build(target, list(config.blocks))
-    model = train(source, config, seed=seed)
     shots = draw_shots(target, k, seed, holdout)
     arms = {"source-only": report(lambda X: model.predict(X, fm_target.columns), fm_target,
                                   test)}
-    start = time.perf_counter()
-    adapted = transfer(model, source, target, shots, TransferConfig(), seed, holdout)
-    arms["default"] = report(lambda X: adapted.predict(X, fm_target.columns), fm_target, test)
-    arms["default"]["seconds"] = time.perf_counter() - start
-    start = time.perf_counter()
-    study = study_transfer(model, source, target, shots, trials, f"bench-{seed}-{k}", None, seed)
-    chosen = chosen_transfer(study)
-    tuned = transfer(model, source, target, shots, chosen, seed, holdout)
-    arms["tuned"] = report(lambda X: tuned.predict(X, fm_target.columns), fm_target, test)
-    arms["tuned"]["seconds"] = time.perf_counter() - start
-    arms["tuned"]["best_params"] = study.best_params
-    arms["tuned"]["chosen"] = dataclasses.asdict(chosen)
+    for arm, transfer_config in (("default", TransferConfig()),
+                                 ("unguarded", TransferConfig(guard=False))):
+        if arm in arms_wanted:
+            start = time.perf_counter()
+            adapted = transfer(model, source, target, shots, transfer_config, seed, holdout,
+                               **features)
+            arms[arm] = report(lambda X: adapted.predict(X, fm_target.columns), fm_target, test)
+            arms[arm]["seconds"] = time.perf_counter() - start
+            arms[arm]["guard"] = adapted.extra["transfer"].get("guard_check")
+    if "tuned" in arms_wanted:
+        start = time.perf_counter()
+        study = study_transfer(model, source, target, shots, trials, f"bench-{seed}-{k}", None,
+                               seed)
+        chosen = chosen_transfer(study)
+        tuned = transfer(model, source, target, shots, chosen, seed, holdout, **features)
+        arms["tuned"] = report(lambda X: tuned.predict(X, fm_target.columns), fm_target, test)
+        arms["tuned"]["seconds"] = time.perf_counter() - start
+        arms["tuned"]["best_params"] = study.best_params
+        arms["tuned"]["chosen"] = dataclasses.asdict(chosen)
     shot_ds = target.select(shots)  # labels among the shots only, as a transfer sees them
-    pooled = Dataset.concat([source, shot_ds])
-    fm_pooled = build(pooled, list(config.blocks))
-    pooled_model = fit(config.params, fm_pooled, np.ones(len(pooled), bool), seed)
-    arms["pooled"] = report(pooled_model.predict, fm_target, test)
-    fm_shots = build(shot_ds, list(config.blocks))
-    scratch = fit(config.params, fm_shots, np.ones(len(shot_ds), bool), seed)
-    arms["scratch"] = report(scratch.predict, fm_target, test)
-    upper = fit(config.params, fm_target, ~test, seed)
-    arms["upper"] = report(upper.predict, fm_target, test)
+    if "pooled" in arms_wanted:
+        pooled = Dataset.concat([source, shot_ds])
+        fm_pooled = build(pooled, list(config.blocks))
+        pooled_model = fit(config.params, fm_pooled, np.ones(len(pooled), bool), seed)
+        arms["pooled"] = report(pooled_model.predict, fm_target, test)
+    if "scratch" in arms_wanted:
+        fm_shots = build(shot_ds, list(config.blocks))
+        scratch = fit(config.params, fm_shots, np.ones(len(shot_ds), bool), seed)
+        arms["scratch"] = report(scratch.predict, fm_target, test)
+    if "upper" in arms_wanted:
+        upper = fit(config.params, fm_target, ~test, seed)
+        arms["upper"] = report(upper.predict, fm_target, test)
     return arms
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--shots", default="2,4,8,16")
+    parser.add_argument("--shots", default="1,2,4,8,16")
+    parser.add_argument("--arms", default=",".join(ARMS),
+                        help="comma-separated arms to run (source-only always runs)")
     parser.add_argument("--trials", type=int, default=10, help="Optuna trials of the tuned arm")
     parser.add_argument("--settings", default="bundled,gpus")
     parser.add_argument("--fresh", action="store_true", help="forget finished runs")
@@ -148,31 +176,36 @@ def main() -> None:
     if LOG.exists():
         for line in LOG.read_text().splitlines():
             row = json.loads(line)
-            if row.get("trials", 10) == args.trials:  # runs of another study size are redone
+            if row.get("trials", 10) == args.trials and row.get("bench") == BENCH_VERSION:
                 done[(row["setting"], row["seed"], row["k"])] = row
     hard = {}
     for name, source, target in settings(args.settings.split(",")):
         hard[name] = hardness(source, target)
         print(f"{name}: {len(source)} source, {len(target)} target records; source/target "
               f"latency Spearman {hard[name]:.3f}", flush=True)
+        shared = None
         for seed in range(args.seeds):
             for k in shots:
                 if (name, seed, k) in done or args.report_only:
                     continue
+                shared = shared or prepared(source, target, config)
                 start = time.perf_counter()
-                arms = one(source, target, seed, k, args.trials, config)
+                arms = one(source, target, seed, k, args.trials, config, args.arms.split(","),
+                           shared)
                 row = {"setting": name, "seed": seed, "k": k, "trials": args.trials,
-                       "arms": arms, "seconds": time.perf_counter() - start}
+                       "bench": BENCH_VERSION, "arms": arms,
+                       "seconds": time.perf_counter() - start}
                 done[(name, seed, k)] = row
                 RESULTS.mkdir(exist_ok=True)
                 with open(LOG, "a") as f:
                     f.write(json.dumps(row) + "\n")
                 print(f"  seed {seed} K={k}: " + ", ".join(
-                    f"{a} {arms[a]['top1']:.3f}" for a in ARMS) + f" ({row['seconds']:.0f} s)",
-                      flush=True)
+                    f"{a} {arms[a]['pca']:.3f}/{arms[a]['top1']:.3f}" for a in ARMS if a in arms)
+                      + f" PCA/top-1 ({row['seconds']:.0f} s)", flush=True)
     rows = summarize(done, hard, args.seeds, shots)
     print_table(rows, ["setting", "k", "arm", "seeds", "pca", "pca_ci", "top1", "top1_ci",
-                       "top5", "random_top1", "spearman"])
+                       "top5", "d_pca", "d_pca_ci", "d_top1", "d_top1_ci", "adapted",
+                       "random_top1", "spearman"])
     plot(rows)
     write_results("bench_transfer", rows, trials=args.trials, hardness=hard)
 
@@ -183,13 +216,21 @@ def summarize(done, hard, n_seeds, shots) -> list[dict]:
         for k in shots:
             runs = [done[(name, s, k)] for s in range(n_seeds) if (name, s, k) in done]
             for arm in ARMS:
-                reps = [run["arms"][arm] for run in runs]
+                paired = [run for run in runs if arm in run["arms"]]
+                reps = [run["arms"][arm] for run in paired]
                 if not reps:
                     continue
                 row = {"setting": name, "k": k, "arm": arm, "seeds": len(reps)}
                 for metric in METRICS:
                     row[metric], row[f"{metric}_ci"] = (round(v, 4) for v in
                                                         ci95([r[metric] for r in reps]))
+                for metric in ("pca", "top1"):  # paired with zero-shot on the same records
+                    row[f"d_{metric}"], row[f"d_{metric}_ci"] = (round(v, 4) for v in ci95(
+                        [run["arms"][arm][metric] - run["arms"]["source-only"][metric]
+                         for run in paired]))
+                guards = [r.get("guard") for r in reps if r.get("guard")]
+                if guards:
+                    row["adapted"] = f"{sum(g['adapted'] for g in guards)}/{len(guards)}"
                 row["random_top1"] = round(float(np.mean([r["random_top1"] for r in reps])), 4)
                 row["n_test_groups"] = reps[0]["n_groups"]
                 row["spearman"] = round(hard[name], 3)
@@ -208,6 +249,8 @@ def plot(rows):
     for ax, name in zip(axes[0], names):
         for arm in ARMS:
             sel = [r for r in rows if r["setting"] == name and r["arm"] == arm]
+            if not sel:
+                continue
             ax.errorbar([r["k"] for r in sel], [r["top1"] for r in sel],
                         yerr=[r["top1_ci"] for r in sel], label=arm, capsize=3, marker="o")
         ax.set_xscale("log", base=2)

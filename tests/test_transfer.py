@@ -85,7 +85,8 @@ def test_shot_labels_are_rescaled_and_retrain_mode_fits_anew(gpus):
     shots = draw_shots(target, 4, 0)
     assert 0 < shot_scale(gpus.filter(hardware="cuda-sm_80"), 4) < 1
     for mode in ("continue", "retrain"):
-        adapted = transfer(source, gpus, target, shots, TransferConfig(mode=mode), 0)
+        adapted = transfer(source, gpus, target, shots, TransferConfig(mode=mode, guard=False),
+                           0)
         trees = adapted.ranker.booster_.num_trees()  # LightGBM, one tree per round
         assert trees == (30 + TransferConfig.extra_rounds if mode == "continue" else 30)
 
@@ -161,3 +162,40 @@ def test_the_study_moves_away_from_simpler_configs_only_beyond_one_standard_erro
     assert (chosen.extra_rounds, chosen.target_weight) == (60, 5.0)
     # the best trial wins every group: it is taken
     assert _study_with([0] * 8, [0] * 8, [1] * 8).target_weight == 40.0
+
+
+def _guarded(gpus, monkeypatch, source_scores, adapted_scores):
+    """A guarded transfer whose check inside the shots sees these per-group scores."""
+    import gbxfer.transfer as transfer_module
+
+    def fake(model, source, target, shots, config, *args):
+        scores = source_scores if not config.adapts else adapted_scores
+        return [], dict(enumerate(scores))
+
+    monkeypatch.setattr(transfer_module, "cross_validate", fake)
+    source = train(gpus, CONFIG, SplitSpec.parse("by-hardware:cuda-sm_86"))
+    target = gpus.filter(hardware="cuda-sm_86")
+    shots = draw_shots(target, 4, 0)
+    return source, transfer(source, gpus, target, shots, TransferConfig(), 0)
+
+
+def test_the_guard_keeps_the_source_model_unless_the_shots_show_a_gain(gpus, monkeypatch):
+    source, kept = _guarded(gpus, monkeypatch, [0.7, 0.6, 0.8], [0.71, 0.58, 0.81])
+    X = np.random.default_rng(0).normal(size=(20, len(source.columns)))
+    assert np.array_equal(kept.predict(X, source.columns), source.predict(X, source.columns))
+    assert kept.extra["transfer"]["guard_check"]["adapted"] is False
+    source, adapted = _guarded(gpus, monkeypatch, [0.7, 0.6, 0.8], [0.8, 0.7, 0.88])
+    assert not np.array_equal(adapted.predict(X, source.columns),
+                              source.predict(X, source.columns))
+    guard = adapted.extra["transfer"]["guard_check"]
+    assert guard["adapted"] is True and guard["gain"] == pytest.approx(0.0933, abs=1e-3)
+
+
+def test_the_guard_keeps_the_source_model_when_the_shots_cannot_tell(gpus):
+    source = train(gpus, CONFIG, SplitSpec.parse("by-hardware:cuda-sm_86"))
+    target = gpus.filter(hardware="cuda-sm_86")
+    one_task = target.filter(task=target.records["task_key"].iloc[0])
+    shots = draw_shots(one_task, 2, 0)  # one group of two: no fold has anything to score
+    kept = transfer(source, gpus, one_task, shots, TransferConfig(), 0)
+    assert kept.extra["transfer"]["guard_check"]["adapted"] is False
+    assert kept.ranker is source.ranker

@@ -18,9 +18,12 @@ def add_parser(verbs, common):
         "transfer", parents=[common], help="adapt a model to new hardware from a few shots",
         description="Continue boosting MODEL on its source records (weighted by how similar "
                     "their hardware is to the target) and K measured programs per task of the "
-                    "target (--shots K), or a fraction of the target set (--shots 0.1). With "
-                    "--holdout the shots come only from the training part, and `gbxfer "
-                    "evaluate MODEL2 TARGET_DATASET` scores only what the transfer did not see.")
+                    "target (--shots K), or a fraction of the target set (--shots 0.1). The "
+                    "adaptation is first cross-validated inside the shots against MODEL and "
+                    "kept only if it wins beyond one standard error (else MODEL2 is MODEL, the "
+                    "shots recorded). With --holdout the shots come only from the training "
+                    "part, and `gbxfer evaluate MODEL2 TARGET_DATASET` scores only what the "
+                    "transfer did not see.")
     p.add_argument("model", type=input_path, metavar="MODEL")
     p.add_argument("--target-data", required=True, type=input_path, metavar="DATASET")
     p.add_argument("--source-data", type=input_path, metavar="DATASET",
@@ -75,6 +78,14 @@ def run(args) -> int:
                  "chosen by the one-standard-error rule: %s", args.tune, study.best_value,
                  study.best_params, config)
     adapted = transfer(model, source, target, shots, config, args.seed, holdout)
+    guard = adapted.extra["transfer"].get("guard_check")
+    if guard:
+        how = (f"a gain of {guard['gain']:+.4f} +- {guard['se']:.4f} in pairwise accuracy over "
+               f"{guard['groups']} held-out shot groups" if guard["gain"] is not None else
+               "too few shots or groups to tell")
+        log.info("checked inside the shots: %s; %s", how, "adapted" if guard["adapted"] else
+                 "kept the source model (guard: false in the config's transfer section "
+                 "adapts regardless)")
     adapted.extra["command"] = command_stamp()
     adapted.save(args.out)
     log.info("transferred to %s with %d shots: %s", ", ".join(target.hardware), len(shots),
