@@ -83,3 +83,31 @@ def prune(dataset: Dataset, keep: float, method: str = "coreset", seed: int = 0,
     pruned.manifest = {**dataset.manifest, "pruned": {"keep": keep, "method": method,
                                                       "seed": seed, "from_records": len(dataset)}}
     return pruned
+
+
+def calibration_order(dataset: Dataset, seed: int = 0) -> np.ndarray:
+    """Positions (into ``dataset.records``) of one valid record per distinct program, in the
+    order a calibration should measure them: round-robin over the tasks (in a seeded order),
+    and within each task its fastest program first, then each time the program farthest from
+    those before it (k-center greedy over standardised program features and log latency). Any
+    prefix is then spread over every task and diverse within each."""
+    valid = np.flatnonzero(dataset.records["valid"].to_numpy())
+    first = dataset.records.iloc[valid].drop_duplicates("program_id")
+    positions = valid[np.isin(dataset.records["record_id"].to_numpy()[valid],
+                              first["record_id"].to_numpy())]
+    records = dataset.records.iloc[positions]
+    X = build(dataset.select(positions), ["program"]).X.astype(float)
+    per_task = []
+    for _, rows in records.groupby("task_key", sort=True).indices.items():
+        points = X[rows]
+        spread = points.std(0)
+        points = (points - points.mean(0)) / np.where(spread > 0, spread, 1.0)
+        log_lat = np.log(records["latency"].to_numpy()[rows])
+        log_lat = (log_lat - log_lat.mean()) / (log_lat.std() or 1.0)
+        points = np.hstack([points[:, spread > 0], log_lat[:, None] * math.sqrt(points.shape[1])])
+        start = [int(np.argmin(records["latency"].to_numpy()[rows]))]
+        per_task.append(positions[rows[k_center_greedy(points, len(rows), start)]])
+    tasks = np.random.default_rng(seed).permutation(len(per_task))
+    depth = max((len(t) for t in per_task), default=0)
+    return np.array([per_task[t][i] for i in range(depth) for t in tasks
+                     if i < len(per_task[t])], dtype=int)

@@ -55,3 +55,20 @@ def test_cli_prune(ansor_a100_dataset, tmp_path, capsys):
     import json
     info = json.loads(capsys.readouterr().out)
     assert info["n_records"] < len(ansor_a100_dataset) * 0.55
+
+
+def test_calibration_order_visits_every_task_in_turn_fastest_first():
+    from gbxfer import load_dataset
+    from gbxfer.pruning import calibration_order
+
+    bundled = load_dataset("bundled")
+    order = calibration_order(bundled, seed=0)
+    chosen = bundled.records.iloc[order]
+    n_tasks = bundled.records["task_key"].nunique()
+    assert chosen["program_id"].is_unique and len(order) == bundled.records["program_id"].nunique()
+    first = chosen.iloc[:n_tasks]
+    assert first["task_key"].nunique() == n_tasks  # any prefix is spread over the tasks
+    fastest = chosen.groupby("task_key")["latency"].min()
+    assert (first.set_index("task_key")["latency"] == fastest[first["task_key"]].values).all()
+    assert np.array_equal(order, calibration_order(bundled, seed=0))
+    assert not np.array_equal(order, calibration_order(bundled, seed=1))  # the task order

@@ -8,10 +8,11 @@ import sys
 
 from .._version import __version__
 from ..errors import GbxferError
-from . import (_collect, _features, _hardware, _info, _ingest, _model, _prune, _study,
-               _transfer, _tune)
+from . import (_calibrate, _collect, _features, _hardware, _info, _ingest, _model, _prune,
+               _study, _transfer, _tune)
 
-VERBS = (_ingest, _info, _collect, _hardware, _features, _model, _transfer, _prune, _study, _tune)
+VERBS = (_ingest, _info, _collect, _hardware, _features, _model, _transfer, _prune, _study,
+         _calibrate, _tune)
 log = logging.getLogger("gbxfer")
 
 

@@ -78,37 +78,51 @@ def run_probe(args) -> int:
         raise GbxferError("no known vector ISA found in /proc/cpuinfo")
     threads = args.threads or sorted({1, os.cpu_count() or 1})
     texts = []
-    native = microarch.llvm_mcpu(microarch.host())  # the widest ISA: this CPU's own mcpu
     for isa in isas:
         for n in threads:
-            result = probe(isa, n)
-            short = isa.replace('.', '').replace('-fma', '')
-            family = f"x86-{short}"
-            name = f"{result['microarchitecture'] or 'host'}-{short}-{n}t"  # one machine's
-            summary = _peak_summary(result)
-            doc = {
-                "name": name, "family": family, "machine": result["machine"],
-                "description": f"{isa} code on {n} thread(s) of this machine "
-                               f"({result['machine']}): an ISA/thread profile of one physical "
-                               f"CPU. {summary}",
-                "target": {"kind": "llvm", "mcpu": args.mcpu or (
-                    native if isa == isas[0] and native else ISAS[isa][3]),
-                           "num-cores": os.cpu_count()},
-                "threads": n, "descriptor": result["descriptor"]}
-            texts.append(f"# {summary}\n" + yaml.safe_dump(doc, sort_keys=False, width=100))
-            ratio = result["peak_ratio"]
-            if ratio is not None and ratio < PEAK_RATIO_WARN:
-                log.warning("%s: the measured peak is %.0f%% of the theoretical peak (below "
-                            "%.0f%%): is the machine busy, or does the clock drop under vector "
-                            "load (%s GHz before the kernel, %s after)?", name, 100 * ratio,
-                            100 * PEAK_RATIO_WARN, result["clock_before_ghz"],
-                            result["clock_after_ghz"])
-            elif ratio is not None and ratio > 2 - PEAK_RATIO_WARN:
-                log.warning("%s: the measured peak is %.0f%% of the theoretical peak: the clock "
-                            "was under-read (a busy machine?) or the FP pipe table is wrong for "
-                            "%s", name, 100 * ratio, result["microarchitecture"])
+            doc, result = profile_document(isa, n, args.mcpu, native=isa == isas[0])
+            texts.append(f"# {_peak_summary(result)}\n" + yaml.safe_dump(doc, sort_keys=False,
+                                                                       width=100))
+            warn_if_off_peak(doc["name"], result)
     print("---\n".join(texts), end="")
     return 0
+
+
+def warn_if_off_peak(name: str, result: dict) -> None:
+    """A warning when the probe's peak is not near the theoretical one."""
+    ratio = result["peak_ratio"]
+    if ratio is not None and ratio < PEAK_RATIO_WARN:
+        log.warning("%s: the measured peak is %.0f%% of the theoretical peak (below %.0f%%): "
+                    "is the machine busy, or does the clock drop under vector load (%s GHz "
+                    "before the kernel, %s after)?", name, 100 * ratio, 100 * PEAK_RATIO_WARN,
+                    result["clock_before_ghz"], result["clock_after_ghz"])
+    elif ratio is not None and ratio > 2 - PEAK_RATIO_WARN:
+        log.warning("%s: the measured peak is %.0f%% of the theoretical peak: the clock was "
+                    "under-read (a busy machine?) or the FP pipe table is wrong for %s", name,
+                    100 * ratio, result["microarchitecture"])
+
+
+def profile_document(isa: str, threads: int, mcpu: str | None = None,
+                     native: bool = True) -> tuple[dict, dict]:
+    """Probe ``isa`` on ``threads`` threads of this machine: the profile YAML document (named
+    after the machine's microarchitecture) and the probe's result. ``native``: the target's
+    mcpu is this CPU's own (else the ISA's generic CPU)."""
+    import os
+
+    result = probe(isa, threads)
+    short = isa.replace('.', '').replace('-fma', '')
+    family = f"x86-{short}"
+    own = microarch.llvm_mcpu(microarch.host()) if native else None
+    doc = {
+        "name": f"{result['microarchitecture'] or 'host'}-{short}-{threads}t",  # one machine's
+        "family": family, "machine": result["machine"],
+        "description": f"{isa} code on {threads} thread(s) of this machine "
+                       f"({result['machine']}): an ISA/thread profile of one physical "
+                       f"CPU. {_peak_summary(result)}",
+        "target": {"kind": "llvm", "mcpu": mcpu or own or ISAS[isa][3],
+                   "num-cores": os.cpu_count()},
+        "threads": threads, "descriptor": result["descriptor"]}
+    return doc, result
 
 
 def _peak_summary(result: dict) -> str:

@@ -20,6 +20,7 @@ import shutil
 import time
 from pathlib import Path
 
+import numpy as np
 import orjson
 from tqdm.auto import tqdm
 
@@ -63,6 +64,8 @@ class CollectPlan:
     evolutionary_share: float = 0.25  # of the programs: mutants of the best measured ones
     n_parents: int = 4  # best random programs (on the first profile) that the mutants come from
     replay: Dataset | None = None  # measure exactly this dataset's programs instead of sampling
+    replay_rounds: int = 1  # > 1: replay in rounds, each a next share of every task's programs
+    deadline: float | None = None  # time.time() after which no new batch starts
     commands: list = dataclasses.field(default_factory=list)
 
 
@@ -126,9 +129,16 @@ class Collector:
         with tqdm(total=total, unit=" prog", desc="collect",
                   disable=None if progress else True) as bar:
             dataset = None
-            for task in plan.suite.tasks:
-                self._collect_task(task, bar)
-                dataset = self.write_dataset()  # after every task: an interruption loses little
+            rounds = plan.replay_rounds if plan.replay is not None else 1
+            for part in range(rounds):
+                for task in plan.suite.tasks:
+                    if self.out_of_time():
+                        break
+                    self._collect_task(task, bar, part)
+                    if rounds == 1:  # after every task: an interruption loses little
+                        dataset = self.write_dataset()
+                if rounds > 1:  # (the databases are appended as each program is measured)
+                    dataset = self.write_dataset()
         if dataset is None:
             dataset = self.write_dataset()
         elapsed = time.time() - start
@@ -137,7 +147,11 @@ class Collector:
                  self.stats["skipped_done"], elapsed)
         return dataset
 
-    def _collect_task(self, task: Task, bar) -> None:
+    def out_of_time(self) -> bool:
+        return self.plan.deadline is not None and time.time() >= self.plan.deadline
+
+    def _collect_task(self, task: Task, bar, part: int = 0) -> None:
+        """Measure ``task``'s programs (when replaying in rounds: its share ``part``)."""
         from tvm.s_tir import meta_schedule as ms
 
         plan = self.plan
@@ -152,7 +166,9 @@ class Collector:
         if plan.replay is not None:
             records = plan.replay.records
             programs = records.loc[records["task_key"] == key].drop_duplicates("program_id")
-            self._measure(key, args_info, replay_programs(mod, key, programs["program"]), bar)
+            share = np.array_split(np.arange(len(programs)), plan.replay_rounds)[part]
+            self._measure(key, args_info,
+                          replay_programs(mod, key, programs["program"].iloc[share]), bar)
             return
         n_evolved = round(plan.programs * plan.evolutionary_share)
         space = DesignSpace(mod, self.targets[_target_key(first)], key, plan.seed)
@@ -185,6 +201,8 @@ class Collector:
             if missing:
                 todo.append((c, missing))
         for i in range(0, len(todo), plan.batch_size):
+            if self.out_of_time():
+                return
             self._measure_batch(key, args_info, todo[i:i + plan.batch_size], bar)
 
     def _measure_batch(self, key, args_info, batch, bar) -> None:
