@@ -115,36 +115,62 @@ def _stop(proc):
     proc.wait()
 
 
-def test_collect_over_rpc_runs_on_the_server(configs, tmp_path):
-    port = _free_port()
-    key = f"gbxfer-test-{os.getpid()}"
-    tracker = subprocess.Popen([sys.executable, "-m", "tvm.exec.rpc_tracker", "--host",
-                                "127.0.0.1", "--port", str(port), "--port-end", str(port + 1)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _wait_for(lambda: _accepts(port), "RPC tracker")
-    server_log = open(tmp_path / "server.log", "w")
-    server_port = _free_port()
-    server = subprocess.Popen([sys.executable, "-m", "tvm.exec.rpc_server", "--host",
-                               "127.0.0.1", "--port", str(server_port), "--port-end",
-                               str(server_port + 1), "--tracker", f"127.0.0.1:{port}",
-                               "--key", key],
-                              stdout=server_log, stderr=subprocess.STDOUT)
-    try:
-        _wait_for(lambda: _registered(port, key), "RPC server")
-        out = tmp_path / "rpc"
-        result = subprocess.run(_collect(configs, out, "--rpc-tracker", f"127.0.0.1:{port}",
-                                         "--rpc-key", key, programs=3),
+class _Devices:
+    """A TVM RPC tracker and one RPC server per key on 127.0.0.1, each server logging to
+    ``folder/server-KEY.log``; stopped on exit."""
+
+    def __init__(self, folder, keys):
+        self.folder, self.keys = folder, keys
+
+    def __enter__(self):
+        self.port = _free_port()
+        self.procs = [subprocess.Popen(
+            [sys.executable, "-m", "tvm.exec.rpc_tracker", "--host", "127.0.0.1", "--port",
+             str(self.port), "--port-end", str(self.port + 1)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+        _wait_for(lambda: _accepts(self.port), "RPC tracker")
+        self.logs = []
+        for key in self.keys:
+            log = open(self.folder / f"server-{key}.log", "w")
+            self.logs.append(log)
+            server_port = _free_port()
+            self.procs.append(subprocess.Popen(
+                [sys.executable, "-m", "tvm.exec.rpc_server", "--host", "127.0.0.1", "--port",
+                 str(server_port), "--port-end", str(server_port + 1), "--tracker",
+                 f"127.0.0.1:{self.port}", "--key", key], stdout=log, stderr=subprocess.STDOUT))
+            _wait_for(lambda k=key: _registered(self.port, k), f"RPC server {key}")
+        return self
+
+    def __exit__(self, *exc):
+        for proc in reversed(self.procs):
+            _stop(proc)
+        for log in self.logs:
+            log.close()
+
+    def runs(self, key) -> int:
+        """Programs the server of ``key`` loaded (ran)."""
+        return (self.folder / f"server-{key}.log").read_text().count("load_module")
+
+
+def test_one_collection_measures_on_two_devices(configs, tmp_path):
+    keys = [f"gbxfer-a-{os.getpid()}", f"gbxfer-b-{os.getpid()}"]
+    (configs / "host-b.yaml").write_text(
+        (configs / "host-1t.yaml").read_text().replace("name: host-1t", "name: host-b"))
+    out = tmp_path / "two"
+    argv = _collect(configs, out, "--rpc-key", ",".join(keys), programs=3)
+    argv[argv.index("--hardware") + 1] += f",{configs / 'host-b.yaml'}"
+    with _Devices(tmp_path, keys) as devices:
+        result = subprocess.run([*argv, "--rpc-tracker", f"127.0.0.1:{devices.port}"],
                                 capture_output=True, text=True, timeout=600)
         assert result.returncode == 0, result.stderr
-        records = [json.loads(line) for line in _records(out)]
-        assert len(records) == 3
-        assert all(r[1][1][0] < 1e9 for r in records)  # measured, not failed
-    finally:
-        _stop(server)
-        _stop(tracker)
-        server_log.close()
-    log = (tmp_path / "server.log").read_text()
-    assert log.count("load_module") == 3, log  # the server, not a local runner, ran each one
+    from gbxfer import load_dataset
+    ds = load_dataset(out / "dataset")
+    by_hw = ds.records.groupby("hardware")["program_id"].apply(set)
+    assert set(by_hw.index) == {"host-1t", "host-b"} and by_hw["host-1t"] == by_hw["host-b"]
+    assert len(by_hw["host-b"]) == 3 and ds.records["valid"].all()
+    assert all(r[1][1][0] < 1e9 for r in map(json.loads, _records(out)))  # measured
+    # each device ran its profile's programs (the servers, not a local runner)
+    assert [devices.runs(k) for k in keys] == [3, 3]
 
 
 def test_replay_measures_the_same_programs_on_another_profile(configs, tmp_path):

@@ -47,7 +47,9 @@ def add_parser(verbs, common):
                    help="seconds per program run")
     p.add_argument("--rpc-tracker", metavar="HOST:PORT",
                    help="measure on devices registered with this TVM RPC tracker")
-    p.add_argument("--rpc-key", metavar="KEY", help="device key at the RPC tracker")
+    p.add_argument("--rpc-key", metavar="KEY[,KEY...]",
+                   help="device key at the RPC tracker; several keys (one per --hardware "
+                        "profile, in order) measure on several devices at once")
     p.set_defaults(run=run)
 
 
@@ -67,6 +69,10 @@ def run(args) -> int:
         raise GbxferError("--rpc-tracker and --rpc-key go together")
     if args.rpc_tracker and not args.rpc_tracker.rpartition(":")[2].isdigit():
         raise GbxferError(f"--rpc-tracker must be HOST:PORT, got {args.rpc_tracker!r}")
+    keys = args.rpc_key.split(",") if args.rpc_key else []
+    if len(keys) > 1 and (len(keys) != len(profiles) or not all(keys)):
+        raise GbxferError(f"--rpc-key: {len(keys)} keys for {len(profiles)} profiles: give one "
+                          "key for every profile, in the order of --hardware (or one for all)")
     plan = CollectPlan(suite=suite, profiles=profiles, programs=args.programs or 0, out=args.out,
                        seed=args.seed, evolutionary_share=args.evolutionary_share,
                        batch_size=args.batch_size, repeats=args.repeats,

@@ -60,13 +60,20 @@ class CollectPlan:
     run_timeout: float = 20.0
     build_workers: int = 1
     rpc_tracker: str | None = None  # "HOST:PORT" of a TVM RPC tracker: measure on its devices
-    rpc_key: str | None = None
+    rpc_key: str | None = None  # "KEY", or "KEY1,KEY2,...": one device key per profile
     evolutionary_share: float = 0.25  # of the programs: mutants of the best measured ones
     n_parents: int = 4  # best random programs (on the first profile) that the mutants come from
     replay: Dataset | None = None  # measure exactly this dataset's programs instead of sampling
     replay_rounds: int = 1  # > 1: replay in rounds, each a next share of every task's programs
     deadline: float | None = None  # time.time() after which no new batch starts
     commands: list = dataclasses.field(default_factory=list)
+
+    def device_key(self, profile: HardwareProfile) -> str:
+        """The RPC device key that measures ``profile`` (the i-th key the i-th profile)."""
+        keys = (self.rpc_key or "").split(",")
+        if len(keys) == 1:
+            return keys[0]
+        return keys[[p.name for p in self.profiles].index(profile.name)]
 
 
 def _set_threads(n: int) -> None:
@@ -88,7 +95,7 @@ def make_runner(profile: HardwareProfile, plan: CollectPlan):
     if plan.rpc_tracker:
         host, _, port = plan.rpc_tracker.rpartition(":")
         rpc = ms.runner.RPCConfig(tracker_host=host, tracker_port=int(port),
-                                  tracker_key=plan.rpc_key,
+                                  tracker_key=plan.device_key(profile),
                                   session_timeout_sec=int(plan.run_timeout))
         return ms.runner.RPCRunner(rpc_config=rpc, evaluator_config=config, max_workers=1)
     _set_threads(profile.threads)  # read when the runner's worker starts
@@ -220,17 +227,22 @@ class Collector:
             built = self.builder.build([ms.builder.BuilderInput(c.schedule.mod, target)
                                         for c in unique]) if unique else []
             artifacts = {c.program_id: b for c, b in zip(unique, built)}
+            jobs = []
             for name in dict.fromkeys(p.name for _, p in pairs):
                 profile = next(p for _, p in pairs if p.name == name)
                 mine = [c for c, p in pairs if p.name == name]
-                self._run_profile(profile, key, args_info, target, mine, artifacts)
-                bar.update(len(mine))
-                bar.set_postfix(failed=self.stats["failed"], refresh=False)
+                jobs.append((profile, mine, self._submit(profile, target, mine, artifacts,
+                                                         args_info)))
+                if not self.plan.rpc_tracker:  # one profile at a time on this machine
+                    self._record(key, args_info, target, artifacts, *jobs.pop(), bar)
+            for job in jobs:  # the devices of an RPC tracker measure at once
+                self._record(key, args_info, target, artifacts, *job, bar)
             for b in built:
                 if b.artifact_path:
                     shutil.rmtree(os.path.dirname(b.artifact_path), ignore_errors=True)
 
-    def _run_profile(self, profile, key, args_info, target, candidates, artifacts):
+    def _submit(self, profile, target, candidates, artifacts, args_info) -> dict:
+        """Start running the built candidates on ``profile``'s runner: program id -> future."""
         from tvm.s_tir import meta_schedule as ms
 
         runnable = [c for c in candidates
@@ -238,8 +250,13 @@ class Collector:
         inputs = [ms.runner.RunnerInput(artifacts[c.program_id].artifact_path,
                                         "cuda" if target.kind.name == "cuda" else "cpu",
                                         args_info) for c in runnable]
-        results = {c.program_id: f.result()
-                   for c, f in zip(runnable, self.runners[profile.name].run(inputs))}
+        return {c.program_id: f for c, f in zip(runnable,
+                                                self.runners[profile.name].run(inputs))}
+
+    def _record(self, key, args_info, target, artifacts, profile, candidates, futures, bar):
+        """Wait for ``futures`` and append every candidate's costs (or failure) to the
+        profile's database."""
+        results = {pid: f.result() for pid, f in futures.items()}
         db = self.databases[profile.name]
         target_json = to_python(target.export())
         args_json = [to_python(a.as_json()) for a in args_info]
@@ -267,6 +284,8 @@ class Collector:
             log.warning("%s: %d of %d runs timed out in one batch: is the machine loaded? "
                         "Timings on a loaded machine are not measurements of the profile.",
                         profile.name, n_timeouts, len(candidates))
+        bar.update(len(candidates))
+        bar.set_postfix(failed=self.stats["failed"], refresh=False)
 
     def _log_error(self, profile, key, pid, error) -> None:
         path = self.plan.out / "metaschedule" / profile.name / "errors.jsonl"
