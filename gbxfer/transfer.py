@@ -203,11 +203,23 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
     return _adapted(model, ranker, shots, config, seed, holdout)
 
 
-def shot_folds(target: Dataset, shots: np.ndarray) -> np.ndarray:
-    """Fold 0 or 1 of each shot: by task, so that a task's groups on every target profile stay
-    in one fold (thread variants of one ISA measure the same programs, and a fold that adapted
-    on one would score the other almost by heart); by program when there is a single task."""
+def shot_folds(target: Dataset, shots: np.ndarray, within_task: bool = False) -> np.ndarray:
+    """Fold 0 or 1 of each shot.
+
+    By task (default): a task's groups on every target profile stay in one fold (thread
+    variants of one ISA measure the same programs, and a fold that adapted on one would score
+    the other almost by heart); by program when there is a single task. ``within_task``: each
+    group's shots alternate between the folds (in a hashed order of their programs), a program
+    in the fold of its first group on every profile: what a transfer that has shots of the very
+    tasks it is scored on gains."""
     records = target.records.iloc[shots]
+    if within_task:
+        order = key_uniform(records["program_id"].to_numpy(), 1)
+        fold_of: dict = {}
+        for _, rows in records.groupby(["task_key", "hardware"], sort=True).indices.items():
+            for i, row in enumerate(rows[np.argsort(order[rows], kind="stable")]):
+                fold_of.setdefault(records["program_id"].iloc[row], i % 2)
+        return records["program_id"].map(fold_of).to_numpy()
     tasks = np.unique(records["task_key"], return_inverse=True)
     by = tasks if len(tasks[0]) >= 2 else np.unique(records["program_id"], return_inverse=True)
     return by[1] % 2
@@ -215,12 +227,14 @@ def shot_folds(target: Dataset, shots: np.ndarray) -> np.ndarray:
 
 def cross_validate(model: SavedModel, source: Dataset, target: Dataset, shots: np.ndarray,
                    config: TransferConfig, seed: int, metric: str,
-                   source_features: FeatureMatrix, target_features: FeatureMatrix):
+                   source_features: FeatureMatrix, target_features: FeatureMatrix,
+                   within_task: bool = False):
     """``config``'s transfer scored inside the shots: the shots of one fold
-    (:func:`shot_folds`) adapt the model, the other fold's shots score it (groups keep all
-    their shots, so even K = 2 leaves pairs to rank), and back. Returns the two fold reports
-    and ``{group: metric}`` over the held-out groups."""
-    fold_of = shot_folds(target, shots)
+    (:func:`shot_folds`) adapt the model, the other fold's shots score it, and back. By task,
+    groups keep all their shots (even K = 2 leaves pairs to rank); ``within_task`` halves
+    every group. Returns the two fold reports and ``{group: metric}`` over the held-out
+    groups."""
+    fold_of = shot_folds(target, shots, within_task)
     reports = []
     for fold in (0, 1):
         fit, held = shots[fold_of != fold], shots[fold_of == fold]
@@ -241,12 +255,18 @@ def guard_check(model: SavedModel, source: Dataset, target: Dataset, shots: np.n
                 target_features: FeatureMatrix) -> dict:
     """Whether ``config``'s adaptation beats the source model inside the shots: the paired
     per-group differences of pairwise accuracy on the held-out folds (:func:`cross_validate`)
-    have a mean above one standard error. Too few shots or groups to tell: not adapted."""
+    have a mean above one standard error. Too few shots or groups to tell: not adapted.
+
+    With 4 or more shots in the median group the folds halve every group (the gain of shots of
+    the tasks scored, as in a transfer to a target whose tasks have shots); with fewer they
+    are whole tasks (a group of two halved has no pair left), which measures only what carries
+    over to other tasks and so underrates the adaptation."""
+    sizes = target.records.iloc[shots].groupby(["task_key", "hardware"]).size()
+    within = bool(len(sizes)) and float(sizes.median()) >= 4
     try:
-        base = cross_validate(model, source, target, shots, TransferConfig(extra_rounds=0), seed,
-                              "pca", source_features, target_features)[1]
-        mine = cross_validate(model, source, target, shots, config, seed, "pca",
-                              source_features, target_features)[1]
+        base, mine = (cross_validate(model, source, target, shots, c, seed, "pca",
+                                     source_features, target_features, within)[1]
+                      for c in (TransferConfig(extra_rounds=0), config))
     except GbxferError:
         return {"adapted": False, "gain": None, "se": None, "groups": 0}
     common = sorted(set(base) & set(mine))
@@ -255,7 +275,7 @@ def guard_check(model: SavedModel, source: Dataset, target: Dataset, shots: np.n
         return {"adapted": False, "gain": None, "se": None, "groups": len(diff)}
     gain, se = float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(len(diff)))
     return {"adapted": bool(gain > se), "gain": round(gain, 5), "se": round(se, 5),
-            "groups": len(diff)}
+            "groups": len(diff), "folds": "within tasks" if within else "by task"}
 
 
 def _adapted(model: SavedModel, ranker, shots: Dataset, config: TransferConfig, seed: int,

@@ -49,7 +49,7 @@ from gbxfer.transfer import TransferConfig, draw_shots, transfer
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 LOG = RESULTS / "bench_transfer.jsonl"
 ARMS = ("tuned", "default", "unguarded", "source-only", "pooled", "scratch", "upper")
-BENCH_VERSION = 2  # 2: "default" is the guarded transfer (rows of version 1 are redone)
+BENCH_VERSION = 3  # 3: "default" is the guarded transfer, folds within tasks from K = 4
 METRICS = ("pca", "top1", "top5")
 
 

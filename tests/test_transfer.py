@@ -199,3 +199,19 @@ def test_the_guard_keeps_the_source_model_when_the_shots_cannot_tell(gpus):
     kept = transfer(source, gpus, one_task, shots, TransferConfig(), 0)
     assert kept.extra["transfer"]["guard_check"]["adapted"] is False
     assert kept.ranker is source.ranker
+
+
+def test_within_task_folds_halve_every_group_and_keep_a_program_in_one_fold():
+    from gbxfer import load_dataset
+    from gbxfer.transfer import shot_folds
+
+    bundled = load_dataset("bundled")
+    target = bundled.filter(family="x86-avx2")  # two thread variants: the same programs
+    shots = draw_shots(target, 4, 0)
+    folds = shot_folds(target, shots, within_task=True)
+    records = target.records.iloc[shots].assign(fold=folds)
+    per_group = records.groupby(["task_key", "hardware"])["fold"].agg(["sum", "size"])
+    assert (per_group["sum"] * 2 == per_group["size"]).all()  # 2 + 2 of every 4
+    assert (records.groupby("program_id")["fold"].nunique() == 1).all()
+    by_task = shot_folds(target, shots)
+    assert (records.assign(fold=by_task).groupby("task_key")["fold"].nunique() == 1).all()
