@@ -20,7 +20,10 @@ seeds are shot draws from the other half. Arms:
   scratch      a model trained on the shots alone
   upper        a model trained on every target record outside the test part (upper bound)
 
-Paired differences to source-only on the same test records (d_pca, d_top1: mean and 95% CI
+With --calibration N, regime (b) too (K = calN): the test part is 30% of the target's tasks
+(by-task) and the shots are N programs of the other tasks, in the order `gbxfer calibrate`
+measures them (an unseen task on an unseen machine: the situation before tuning a new
+network). Paired differences to source-only on the same test records (d_pca, d_top1: mean and 95% CI
 over seeds) say whether an arm helps or hurts. How hard each transfer is: the Spearman correlation between source and target latencies of
 the paired programs (per task, averaged). Each (setting, seed, K) is appended to
 scripts/results/bench_transfer.jsonl as it finishes, so a killed run resumes (--fresh
@@ -42,6 +45,7 @@ from gbxfer import Dataset, SplitSpec, ingest, load_dataset
 from gbxfer.features import build
 from gbxfer.metrics import ranking_report
 from gbxfer.model import GBCostRanker, load_model_config
+from gbxfer.pruning import calibration_order
 from gbxfer.study import chosen_transfer, study_transfer
 from gbxfer.training import train
 from gbxfer.transfer import TransferConfig, draw_shots, transfer
@@ -98,6 +102,17 @@ def fit(params, fm, mask, seed):
 
 
 HOLDOUT = SplitSpec("within-task", 0.5, 0)  # one test part for every arm, seed and K
+CALIBRATION_HOLDOUT = SplitSpec("by-task", 0.3, 0)  # regime (b): the test tasks get no shot
+
+
+def calibration_shots(target, holdout, n, seed) -> np.ndarray:
+    """Regime (b): the first ``n`` programs of a calibration (gbxfer.pruning.calibration_order,
+    as `gbxfer calibrate` measures them) among the target's tasks outside the test part, on
+    every target profile."""
+    pool_mask = ~holdout.test_mask(target) & target.records["valid"].to_numpy()
+    pool = target.select(pool_mask)
+    chosen = pool.records["program_id"].iloc[calibration_order(pool, seed)[:n]]
+    return np.flatnonzero(pool_mask & target.records["program_id"].isin(set(chosen)).to_numpy())
 
 
 def prepared(source, target, config) -> dict:
@@ -112,12 +127,18 @@ def one(source, target, seed, k, trials, config, arms_wanted=ARMS, shared=None) 
     """The arms for one (seed = shot draw, K): ranking quality on the same target test part,
     with the same source model."""
     shared = shared or prepared(source, target, config)
-    holdout, model, fm_target = HOLDOUT, shared["model"], shared["fm_target"]
+    model, fm_target = shared["model"], shared["fm_target"]
     features = {"source_features": shared["fm_source"], "target_features": fm_target}
+    if isinstance(k, str):  # "calN": N calibration programs of other tasks than the test ones
+        holdout = CALIBRATION_HOLDOUT
+        shots = calibration_shots(target, holdout, int(k[3:]), seed)
+    else:
+        holdout = HOLDOUT
+        shots = draw_shots(target, k, seed, holdout)
     test = holdout.test_mask(target)
-    shots = draw_shots(target, k, seed, holdout)
     arms = {"source-only": report(lambda X: model.predict(X, fm_target.columns), fm_target,
                                   test)}
+    arms["source-only"]["n_shots"] = len(shots)
     for arm, transfer_config in (("default", TransferConfig()),
                                  ("unguarded", TransferConfig(guard=False))):
         if arm in arms_wanted:
@@ -157,6 +178,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--shots", default="1,2,4,8,16")
+    parser.add_argument("--calibration", type=int, default=0, metavar="N",
+                        help="regime (b) too: N calibration programs of tasks other than the "
+                             "test tasks (by-task test part, 30%%), as `gbxfer calibrate` "
+                             "orders them")
     parser.add_argument("--arms", default=",".join(ARMS),
                         help="comma-separated arms to run (source-only always runs)")
     parser.add_argument("--trials", type=int, default=10, help="Optuna trials of the tuned arm")
@@ -169,7 +194,8 @@ def main() -> None:
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     config = load_model_config()
-    shots = [int(k) for k in args.shots.split(",")]
+    shots = [int(k) for k in args.shots.split(",")] + (
+        [f"cal{args.calibration}"] if args.calibration else [])
     if args.fresh and LOG.exists():
         LOG.unlink()
     done = {}
@@ -199,9 +225,10 @@ def main() -> None:
                 RESULTS.mkdir(exist_ok=True)
                 with open(LOG, "a") as f:
                     f.write(json.dumps(row) + "\n")
-                print(f"  seed {seed} K={k}: " + ", ".join(
-                    f"{a} {arms[a]['pca']:.3f}/{arms[a]['top1']:.3f}" for a in ARMS if a in arms)
-                      + f" PCA/top-1 ({row['seconds']:.0f} s)", flush=True)
+                scores = ", ".join(f"{a} {arms[a]['pca']:.3f}/{arms[a]['top1']:.3f}"
+                                   for a in ARMS if a in arms)
+                print(f"  seed {seed} K={k} ({arms['source-only']['n_shots']} shots): {scores} "
+                      f"PCA/top-1 ({row['seconds']:.0f} s)", flush=True)
     rows = summarize(done, hard, args.seeds, shots)
     print_table(rows, ["setting", "k", "arm", "seeds", "pca", "pca_ci", "top1", "top1_ci",
                        "top5", "d_pca", "d_pca_ci", "d_top1", "d_top1_ci", "adapted",
@@ -248,7 +275,8 @@ def plot(rows):
     fig, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 3.6), squeeze=False)
     for ax, name in zip(axes[0], names):
         for arm in ARMS:
-            sel = [r for r in rows if r["setting"] == name and r["arm"] == arm]
+            sel = [r for r in rows if r["setting"] == name and r["arm"] == arm
+                   and isinstance(r["k"], int)]  # regime (b) is in the table only
             if not sel:
                 continue
             ax.errorbar([r["k"] for r in sel], [r["top1"] for r in sel],
