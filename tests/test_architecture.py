@@ -15,7 +15,7 @@ LAYERS = [
     ("model",),
     ("training",),
     ("transfer", "pruning", "study"),
-    ("tvm",),  # integrations at the edge: TVM, then the command line over everything
+    ("tvm", "distributed"),  # integrations at the edge: TVM, Dask; the command line over all
     ("cli", "__main__"),
 ]
 LAYER_OF = {name: i for i, names in enumerate(LAYERS) for name in names}

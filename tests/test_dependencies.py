@@ -58,14 +58,18 @@ def test_every_imported_module_is_declared():
     assert not missing, "imported but not declared in pyproject.toml: " + "; ".join(missing)
 
 
-def test_only_the_tvm_integration_imports_tvm_and_core_needs_no_extra():
-    """The core installs with the core dependencies alone; TVM is the `tvm` extra's, imported
-    only by gbxfer/tvm and, lazily, by the CLI commands that drive TVM."""
+INTEGRATIONS = ("gbxfer/tvm/", "gbxfer/distributed.py", "gbxfer/cli/")
+
+
+def test_only_the_integrations_import_extras_and_core_needs_no_extra():
+    """The core installs with the core dependencies alone; TVM (the `tvm` extra) and Dask (the
+    `dask` extra) are imported only by their integrations, gbxfer/tvm and
+    gbxfer/distributed.py, and, lazily, by the CLI commands that drive them."""
     declared = declared_modules(REPO / "pyproject.toml")
     for module, files in imported_modules(REPO / "gbxfer").items():
         if "core" in declared.get(module, set()):
             continue
-        outside = {f for f in files if not f.startswith(("gbxfer/tvm/", "gbxfer/cli/"))}
+        outside = {f for f in files if not f.startswith(INTEGRATIONS)}
         assert not outside, f"{module} is not a core dependency but {sorted(outside)} import it"
 
 

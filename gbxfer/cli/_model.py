@@ -39,6 +39,10 @@ def add_parser(verbs, common):
     p.add_argument("--test-fraction", type=fraction, default=0.2, metavar="F",
                    help="0 < F < 1: expected test share of --holdout (default: 0.2)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--dask", metavar="local[:N]|ADDRESS",
+                   help="train with xgboost.dask on a Dask cluster: a local one of N worker "
+                        "processes (default 2), or a scheduler's address; each worker reads "
+                        "and featurises its tasks' records (pip install 'gbxfer[dask]')")
     p.set_defaults(run=run_train)
 
     p = verbs.add_parser(
@@ -72,10 +76,12 @@ def add_parser(verbs, common):
 
 
 def run_train(args) -> int:
-    dataset = load_dataset_arg(args.dataset)
     config = load_model_config(args.config)
     split = SplitSpec.parse(args.holdout, args.test_fraction, args.seed) if args.holdout else None
     stamp = command_stamp()
+    if args.dask:
+        return _train_on_dask(args, config, split, stamp)
+    dataset = load_dataset_arg(args.dataset)
     if args.per_target:
         models = {}
         for hw in dataset.hardware:
@@ -91,6 +97,26 @@ def run_train(args) -> int:
         log.info("trained on %d records of %s", len(model.train_record_ids),
                  ", ".join(model.hardware))
     log.info("wrote %s", args.out)
+    return 0
+
+
+def _train_on_dask(args, config, split, stamp) -> int:
+    from ..distributed import dask_client, train_on_dask
+    from ..records.dataset import BUNDLED
+
+    if args.per_target or args.target != "all":
+        raise GbxferError("--dask trains one joint model (no --per-target or --target)")
+    path = BUNDLED if str(args.dataset) == "bundled" and not args.dataset.exists() else \
+        args.dataset
+    client = dask_client(args.dask)
+    try:
+        model = train_on_dask(path, config, client, split, seed=args.seed)
+    finally:
+        client.close()
+    model.extra["command"] = stamp
+    model.save(args.out)
+    log.info("trained on Dask (%s) on %d records of %s; wrote %s", args.dask,
+             len(model.train_record_ids), ", ".join(model.hardware), args.out)
     return 0
 
 

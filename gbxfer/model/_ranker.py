@@ -149,9 +149,8 @@ class GBCostRanker(BaseEstimator):
                            params={"verbosity": -1}, free_raw_data=True)
         return lgb.train(params, data, num_boost_round=self.n_estimators, init_model=init_model)
 
-    def _fit_xgboost(self, X, label, sizes, weight, objective, init_model):
-        import xgboost as xgb
-
+    def xgboost_params(self, objective: str) -> dict:
+        """The XGBoost training parameters of this estimator (LightGBM names mapped)."""
         params = {"objective": "reg:squarederror" if objective == "regression" else objective,
                   "eta": self.learning_rate, "max_depth": 6 if self.max_depth < 0 else self.max_depth,
                   "max_leaves": self.num_leaves, "min_child_weight": 1e-3 * self.min_child_samples,
@@ -160,6 +159,12 @@ class GBCostRanker(BaseEstimator):
                   "tree_method": "hist", "verbosity": 0}
         if objective != "regression":
             params["lambdarank_pair_method"] = "mean"
+        return params
+
+    def _fit_xgboost(self, X, label, sizes, weight, objective, init_model):
+        import xgboost as xgb
+
+        params = self.xgboost_params(objective)
         data = xgb.DMatrix(X, label=label, weight=None)
         if objective != "regression":
             data.set_group(sizes)

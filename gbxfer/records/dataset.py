@@ -104,12 +104,15 @@ class Dataset:
 
     # ---------------------------------------------------------------- persistence
     @classmethod
-    def load(cls, path) -> "Dataset":
+    def load(cls, path, tasks=None, verified: bool = False) -> "Dataset":
         """Load a dataset folder written by :meth:`save`: every file checked against the
-        manifest's checksum, then its values validated (:meth:`validate`)."""
+        manifest's checksum, then its values validated (:meth:`validate`). ``tasks``: only the
+        records of these task keys are read (a part, as a Dask worker reads one);
+        ``verified``: the checksums were checked already (by whoever hands out the parts)."""
         path = Path(path)
         manifest = read_manifest(path, FORMAT_NAME, READABLE_VERSIONS, "dataset")
-        verify_files(path, manifest)
+        if not verified:
+            verify_files(path, manifest)
         tables = manifest.get("tables")
         if not isinstance(tables, dict) or not {"records", "tasks"} <= set(tables) or not all(
                 name in manifest["files"] for name in tables.values()):
@@ -118,10 +121,13 @@ class Dataset:
         try:
             schema = (RECORD_SCHEMA if manifest["schema_version"] == SCHEMA_VERSION else
                       RECORD_SCHEMA.remove(RECORD_SCHEMA.get_field_index("machine")))
-            records = pq.read_table(path / tables["records"], schema=schema).to_pandas()
-            tasks = pq.read_table(path / tables["tasks"], schema=TASK_SCHEMA).to_pandas()
+            only = None if tasks is None else [("task_key", "in", list(tasks))]
+            records = pq.read_table(path / tables["records"], schema=schema,
+                                    filters=only).to_pandas()
+            tasks = pq.read_table(path / tables["tasks"], schema=TASK_SCHEMA,
+                                  filters=only).to_pandas()
             per_store = (pd.read_parquet(path / tables["per_store"]) if "per_store" in tables
-                         else None)
+                         and only is None else None)
         except (pa.ArrowException, OSError, ValueError) as exc:  # checksummed, yet unreadable
             raise GbxferError(f"{path}: unreadable table ({exc})") from None
         if "machine" not in records:  # schema 2: re-ingest with --machine to name it
@@ -349,6 +355,19 @@ def _sum_counts(dicts) -> dict:
         for k, v in d.items():
             total[k] = total.get(k, 0) + v
     return total
+
+
+def verified_tasks(path) -> pd.DataFrame:
+    """The tasks table of the dataset folder ``path``, every file's checksum verified first:
+    what hands out parts of a dataset too large to load (:meth:`Dataset.load` ``tasks=``)
+    reads."""
+    path = Path(path)
+    manifest = read_manifest(path, FORMAT_NAME, READABLE_VERSIONS, "dataset")
+    verify_files(path, manifest)
+    try:
+        return pq.read_table(path / manifest["tables"]["tasks"], schema=TASK_SCHEMA).to_pandas()
+    except (pa.ArrowException, OSError, ValueError, KeyError, TypeError) as exc:
+        raise GbxferError(f"{path}: unreadable tasks table ({exc})") from None
 
 
 BUNDLED = Path(__file__).resolve().parents[1] / "data" / "bundled"

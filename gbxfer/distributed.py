@@ -1,0 +1,121 @@
+"""Training on a Dask cluster (``gbxfer train DATASET --dask local[:N]|ADDRESS``).
+
+The driver verifies the dataset's checksums and reads only its tasks table; the tasks are dealt
+into partitions (every task x hardware group whole, as ranking objectives need), and each
+worker reads its tasks' records from the dataset's Parquet file, keeps the training part of
+the split and builds their features and labels, so that the records never have to fit in one
+process. ``xgboost.dask`` trains on the partitions; the booster becomes an ordinary gbxfer
+model. The workers read the dataset by its path: on a cluster of several machines it must lie
+on a file system they share.
+"""
+from __future__ import annotations
+
+import logging
+import zlib
+
+import numpy as np
+import pandas as pd
+
+from .errors import GbxferError
+from .features import block_columns, build
+from .model import GBCostRanker, ModelConfig, SavedModel
+from .model._config import as_model_config
+from .records.dataset import Dataset, verified_tasks
+from .splits import SplitSpec
+
+KINDS = ("within-task", "by-task", "by-network")  # splits a partition of whole tasks can apply
+
+
+def dask_client(address: str):
+    """A ``distributed.Client``: ``local`` / ``local:N`` starts a cluster of N (default 2)
+    single-threaded worker processes on loopback; anything else is a scheduler address."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as exc:
+        raise GbxferError(f"--dask needs Dask: pip install 'gbxfer[dask]' ({exc})") from None
+    if address == "local" or address.startswith("local:"):
+        n = address.partition(":")[2] or "2"
+        if not n.isdigit() or int(n) < 1:
+            raise GbxferError(f"--dask local:N needs a positive number of workers, got {n!r}")
+        cluster = LocalCluster(n_workers=int(n), threads_per_worker=1, processes=True,
+                               host="127.0.0.1", dashboard_address=None,
+                               silence_logs=logging.ERROR)
+        return Client(cluster)
+    try:
+        return Client(address, timeout="30s")
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise GbxferError(f"--dask {address}: cannot reach the Dask scheduler ({exc})") from None
+
+
+def _part(path: str, keys: list, blocks: list, split: dict | None) -> pd.DataFrame:
+    """On a worker: the training records of tasks ``keys``, as features, label, group code,
+    record id and hardware (one frame, rows of a group together)."""
+    dataset = Dataset.load(path, tasks=keys, verified=True).filter(valid=True)
+    if split is not None:
+        dataset = dataset.select(~SplitSpec.from_dict(split).test_mask(dataset))
+    columns = [c for b in blocks for c in block_columns(b)]
+    if len(dataset) == 0:
+        return _meta(columns)
+    fm = build(dataset, blocks)
+    r = fm.records
+    frame = pd.DataFrame(fm.X.astype(np.float32), columns=columns)
+    frame["__label"] = r["label"].to_numpy(dtype=float)
+    frame["__group"] = [zlib.crc32(g.encode()) for g in r["group"]]  # the same on every worker
+    frame["__record_id"] = r["record_id"].to_numpy()
+    frame["__hardware"] = r["hardware"].to_numpy()
+    return frame.sort_values("__group", kind="stable").reset_index(drop=True)
+
+
+def _meta(columns) -> pd.DataFrame:
+    frame = pd.DataFrame({c: pd.Series(dtype=np.float32) for c in columns})
+    frame["__label"] = pd.Series(dtype=float)
+    frame["__group"] = pd.Series(dtype=np.int64)
+    frame["__record_id"] = pd.Series(dtype=object)
+    frame["__hardware"] = pd.Series(dtype=object)
+    return frame
+
+
+def train_on_dask(path, config: ModelConfig | dict, client, split: SplitSpec | None = None,
+                  seed: int = 0, partitions: int | None = None) -> SavedModel:
+    """A model trained with ``xgboost.dask`` on the dataset folder ``path`` (its training part
+    under ``split``), the same model :func:`gbxfer.training.train` would fit up to the
+    distributed histograms. XGBoost configs only; no per-store block, no attention."""
+    import dask
+    import dask.dataframe as dd
+    import xgboost.dask as dxgb
+
+    config = as_model_config(config)
+    ranker = GBCostRanker(**{"random_state": seed, **config.params})
+    if ranker.backend != "xgboost":
+        raise GbxferError("training on Dask takes XGBoost configs (backend: xgboost); "
+                          "lightgbm.dask is not supported yet")
+    if "per_store" in config.blocks or config.attention or config.descriptor_dropout:
+        raise GbxferError("training on Dask takes the program, workload and hardware blocks, "
+                          "without attention or descriptor dropout")
+    if split is not None and split.kind not in KINDS:
+        raise GbxferError(f"training on Dask applies {', '.join(KINDS)} splits, not "
+                          f"{split.kind}")
+    keys = sorted(verified_tasks(path)["task_key"])
+    n = partitions or max(1, 2 * len(client.scheduler_info()["workers"]))
+    blocks = list(config.blocks)
+    columns = [c for b in blocks for c in block_columns(b)]
+    parts = [dask.delayed(_part)(str(path), list(chunk), blocks,
+                                 split.to_dict() if split else None)
+             for chunk in np.array_split(np.array(keys, dtype=object), min(n, len(keys)))]
+    frame = dd.from_delayed(parts, meta=_meta(columns), verify_meta=False).persist()
+    objective = ranker._objective()
+    label = frame["__label"] if objective == "regression" else frame["__label"].map_partitions(
+        lambda y: pd.Series(np.floor(np.asarray(y) * (ranker.relevance_levels - 1) + 1e-9)
+                            .clip(0, ranker.relevance_levels - 1), index=y.index),
+        meta=("__label", float))
+    qid = None if objective == "regression" else frame["__group"]
+    train_set = dxgb.DaskDMatrix(client, frame[columns], label, qid=qid)
+    params = {**ranker.xgboost_params(objective), "nthread": 1}
+    booster = dxgb.train(client, params, train_set,
+                             num_boost_round=ranker.n_estimators)["booster"]
+    ranker.booster_, ranker.objective_, ranker.n_features_in_ = booster, objective, len(columns)
+    ids, hardware = dask.compute(frame["__record_id"], frame["__hardware"].unique())
+    if len(ids) == 0:
+        raise GbxferError("nothing to train on: the training part is empty")
+    return SavedModel(ranker, columns, sorted(hardware), split.to_dict() if split else None,
+                      ids.tolist(), extra={"trained_on": "dask"})
