@@ -143,3 +143,15 @@ def test_ansor_text_path_equals_parsing_and_fills_the_by_axis_tiles(ansor_a100_d
     assert np.array_equal(a, b)
     by_axis = [COLUMNS.index(f"sp_axis{i}_level1_log2") for i in range(2)]
     assert (b[:, by_axis] > 0).any(axis=0).all()  # GPU matmul tiles: spatial axes filled
+
+
+def test_program_features_from_two_processes_are_the_same_bit_for_bit():
+    import numpy as np
+
+    from gbxfer import load_dataset
+    from gbxfer.features import build
+
+    part = load_dataset("bundled").filter(hardware="x86-avx2-1t")
+    one = build(part, ["program", "workload"])
+    two = build(part, ["program", "workload"], n_jobs=2)
+    assert one.columns == two.columns and np.array_equal(one.X, two.X, equal_nan=True)

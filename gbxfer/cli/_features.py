@@ -10,7 +10,7 @@ import pandas as pd
 from ..errors import GbxferError
 from ..manifests import write_file
 from ..features import BLOCKS, build
-from ._common import command_stamp, input_path, load_dataset_arg, output_file
+from ._common import command_stamp, input_path, load_dataset_arg, output_file, positive_int
 
 log = logging.getLogger("gbxfer")
 
@@ -30,6 +30,9 @@ def add_parser(verbs, common):
                    help=f"comma-separated blocks for --out, of: {', '.join(BLOCKS)}")
     p.add_argument("--out", type=output_file, metavar="FILE.parquet|FILE.csv",
                    help="write the feature matrix here (missing parent folders are created)")
+    p.add_argument("--jobs", type=positive_int, default=1, metavar="N",
+                   help="processes computing the program features for --out, each given "
+                        "whole tasks (the same matrix; pays off on large datasets)")
     p.set_defaults(run=run)
 
 
@@ -65,7 +68,7 @@ def run(args) -> int:
         log.info("%s: per-store features of %d programs (%d missing: IR or trace does not "
                  "load in this TVM)", args.dataset, len(table), missing)
     if args.out is not None:
-        fm = build(dataset, args.blocks)
+        fm = build(dataset, args.blocks, n_jobs=args.jobs)
         frame = pd.concat([fm.records[["record_id", "program_id", "task_key", "hardware",
                                        "group", "latency", "label"]],
                            pd.DataFrame(fm.X, columns=fm.columns)], axis=1)

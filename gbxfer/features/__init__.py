@@ -112,13 +112,47 @@ def hardware_descriptor(name: str, family: str, target: str,
                                           profile.machine)
 
 
-def program_block(records: pd.DataFrame, featurizer: ProgramFeaturizer | None = None):
-    """Program features, computed once per distinct program (they ignore the hardware)."""
-    featurizer = featurizer or ProgramFeaturizer()
+def program_block(records: pd.DataFrame, featurizer: ProgramFeaturizer | None = None,
+                  n_jobs: int = 1):
+    """Program features, computed once per distinct program (they ignore the hardware);
+    ``n_jobs`` processes share the tasks (the rows do not depend on how they are split)."""
     first = records.drop_duplicates("program_id")
-    rows = featurizer.transform(first["source_format"].tolist(), first["program"].tolist())
+    if n_jobs > 1 and featurizer is None and first["task_key"].nunique() > 1:
+        rows = _parallel_rows(first, n_jobs)
+    else:
+        rows = (featurizer or ProgramFeaturizer()).transform(first["source_format"].tolist(),
+                                                             first["program"].tolist())
     index = pd.Index(first["program_id"]).get_indexer(records["program_id"])
     return rows[index], block_columns("program")
+
+
+def _featurize(formats, programs) -> np.ndarray:
+    return ProgramFeaturizer().transform(formats, programs)
+
+
+def _parallel_rows(first: pd.DataFrame, n_jobs: int) -> np.ndarray:
+    """:class:`ProgramFeaturizer` rows of ``first``'s programs from ``n_jobs`` processes, each
+    given whole tasks (whose programs share sketches, which a featurizer caches)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    sizes = first.groupby("task_key", sort=True).size()
+    share = np.zeros(len(sizes), dtype=int)  # the largest tasks first, each to the least loaded
+    load = np.zeros(n_jobs)
+    for i in np.argsort(-sizes.to_numpy(), kind="stable"):
+        share[i] = int(np.argmin(load))
+        load[share[i]] += sizes.iloc[i]
+    part_of = pd.Series(share, index=sizes.index)[first["task_key"]].to_numpy()
+    parts = [np.flatnonzero(part_of == j) for j in range(n_jobs)]
+    context = multiprocessing.get_context("forkserver")
+    with ProcessPoolExecutor(n_jobs, mp_context=context) as pool:
+        futures = [pool.submit(_featurize, first["source_format"].iloc[rows].tolist(),
+                               first["program"].iloc[rows].tolist()) for rows in parts]
+        out = np.empty((len(first), len(_program.COLUMNS)), dtype=np.float32)
+        for rows, future in zip(parts, futures):
+            if len(rows):
+                out[rows] = future.result()
+    return out
 
 
 def workload_block(records: pd.DataFrame, tasks: pd.DataFrame):
@@ -149,8 +183,9 @@ def labels(records: pd.DataFrame) -> np.ndarray:
 
 
 def build(dataset: Dataset, blocks=("program", "workload", "hardware"),
-          per_store: pd.DataFrame | None = None) -> FeatureMatrix:
-    """The feature matrix of every record of ``dataset``, blocks in the order given.
+          per_store: pd.DataFrame | None = None, n_jobs: int = 1) -> FeatureMatrix:
+    """The feature matrix of every record of ``dataset``, blocks in the order given; the
+    program block from ``n_jobs`` processes (the same matrix, bit for bit).
 
     ``per_store`` is a frame indexed by program id whose columns are per-store features (from
     :func:`gbxfer.tvm.per_store_features`); by default the dataset's own precomputed table.
@@ -164,7 +199,7 @@ def build(dataset: Dataset, blocks=("program", "workload", "hardware"),
     rows, columns = {}, []
     for block in blocks:
         if block == "program":
-            X, cols = program_block(r)
+            X, cols = program_block(r, n_jobs=n_jobs)
         elif block == "workload":
             X, cols = workload_block(r, dataset.tasks)
         elif block == "hardware":

@@ -1,0 +1,60 @@
+"""Program features from one process against two (``build(..., n_jobs=2)``), same matrix.
+
+    python scripts/bench_parallel.py [--repeats 3]
+
+On the bundled dataset and on the bundled dataset merged with the third-party data of
+../shared/data (when present): the median wall-clock time of the program block over
+--repeats runs, serial and with 2 processes (each given whole tasks), their ratio, and whether
+the two matrices are equal bit for bit. Run on an idle machine.
+Results: scripts/results/bench_parallel.{json,csv}.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+from _bench import SHARED
+from _results import print_table, write_results
+
+from gbxfer import Dataset, ingest, load_dataset
+from gbxfer.features import build
+
+
+def timed(dataset, n_jobs, repeats):
+    times, matrix = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        matrix = build(dataset, ["program"], n_jobs=n_jobs).X
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), matrix
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    bundled = load_dataset("bundled")
+    cases = [("bundled", bundled)]
+    sources = [SHARED / "bennu-ansor", SHARED / "bennu-metaschedule-a100-resnet34"]
+    if all(s.exists() for s in sources):
+        cases.append(("bundled + shared data",
+                      Dataset.concat([bundled, *(ingest([s]) for s in sources)])))
+    rows = []
+    for name, dataset in cases:
+        serial, a = timed(dataset, 1, args.repeats)
+        parallel, b = timed(dataset, 2, args.repeats)
+        rows.append({"data": name, "records": len(dataset),
+                     "programs": int(dataset.records["program_id"].nunique()),
+                     "serial_s": round(serial, 3), "two_processes_s": round(parallel, 3),
+                     "speedup": round(serial / parallel, 3),
+                     "identical": bool(np.array_equal(a, b, equal_nan=True))})
+        print_table(rows[-1:])
+    print()
+    print_table(rows)
+    write_results("bench_parallel", rows, repeats=args.repeats)
+
+
+if __name__ == "__main__":
+    main()
