@@ -10,8 +10,8 @@ on a file system they share.
 """
 from __future__ import annotations
 
+import hashlib
 import logging
-import zlib
 
 import numpy as np
 import pandas as pd
@@ -40,11 +40,19 @@ def dask_client(address: str):
         cluster = LocalCluster(n_workers=int(n), threads_per_worker=1, processes=True,
                                host="127.0.0.1", dashboard_address=None,
                                silence_logs=logging.ERROR)
-        return Client(cluster)
+        return Client(cluster)  # close_client() closes the cluster with it
     try:
         return Client(address, timeout="30s")
     except (OSError, TimeoutError, ValueError) as exc:
         raise GbxferError(f"--dask {address}: cannot reach the Dask scheduler ({exc})") from None
+
+
+def close_client(client) -> None:
+    """Close ``client`` and the local cluster :func:`dask_client` started for it."""
+    cluster = getattr(client, "cluster", None)
+    client.close()
+    if cluster is not None:
+        cluster.close()
 
 
 def _part(path: str, keys: list, blocks: list, split: dict | None) -> pd.DataFrame:
@@ -60,7 +68,9 @@ def _part(path: str, keys: list, blocks: list, split: dict | None) -> pd.DataFra
     r = fm.records
     frame = pd.DataFrame(fm.X.astype(np.float32), columns=columns)
     frame["__label"] = r["label"].to_numpy(dtype=float)
-    frame["__group"] = [zlib.crc32(g.encode()) for g in r["group"]]  # the same on every worker
+    frame["__group"] = [  # the same on every worker, 63 bits: no two groups share one
+        int.from_bytes(hashlib.blake2b(g.encode(), digest_size=8).digest(), "big") >> 1
+        for g in r["group"]]
     frame["__record_id"] = r["record_id"].to_numpy()
     frame["__hardware"] = r["hardware"].to_numpy()
     return frame.sort_values("__group", kind="stable").reset_index(drop=True)
@@ -96,6 +106,8 @@ def train_on_dask(path, config: ModelConfig | dict, client, split: SplitSpec | N
         raise GbxferError(f"training on Dask applies {', '.join(KINDS)} splits, not "
                           f"{split.kind}")
     keys = sorted(verified_tasks(path)["task_key"])
+    if not keys:
+        raise GbxferError(f"{path}: the dataset has no task")
     n = partitions or max(1, 2 * len(client.scheduler_info()["workers"]))
     blocks = list(config.blocks)
     columns = [c for b in blocks for c in block_columns(b)]
@@ -103,6 +115,9 @@ def train_on_dask(path, config: ModelConfig | dict, client, split: SplitSpec | N
                                  split.to_dict() if split else None)
              for chunk in np.array_split(np.array(keys, dtype=object), min(n, len(keys)))]
     frame = dd.from_delayed(parts, meta=_meta(columns), verify_meta=False).persist()
+    ids, hardware = dask.compute(frame["__record_id"], frame["__hardware"].unique())
+    if len(ids) == 0:
+        raise GbxferError("nothing to train on: the training part is empty")
     objective = ranker._objective()
     label = frame["__label"] if objective == "regression" else frame["__label"].map_partitions(
         lambda y: pd.Series(np.floor(np.asarray(y) * (ranker.relevance_levels - 1) + 1e-9)
@@ -114,8 +129,5 @@ def train_on_dask(path, config: ModelConfig | dict, client, split: SplitSpec | N
     booster = dxgb.train(client, params, train_set,
                              num_boost_round=ranker.n_estimators)["booster"]
     ranker.booster_, ranker.objective_, ranker.n_features_in_ = booster, objective, len(columns)
-    ids, hardware = dask.compute(frame["__record_id"], frame["__hardware"].unique())
-    if len(ids) == 0:
-        raise GbxferError("nothing to train on: the training part is empty")
     return SavedModel(ranker, columns, sorted(hardware), split.to_dict() if split else None,
                       ids.tolist(), extra={"trained_on": "dask"})

@@ -11,7 +11,7 @@ import numpy as np
 
 from .records.dataset import Dataset
 from .errors import GbxferError
-from .features import FeatureMatrix, build
+from .features import HARDWARE_FIELDS, FeatureMatrix, build, target_only_rows
 from .metrics import ranking_report
 from .model import GBCostRanker, ModelConfig, SavedModel
 from .model._attention import GroupGate
@@ -76,9 +76,10 @@ def train(dataset: Dataset, config: ModelConfig | dict, split: SplitSpec | None 
     params = {"random_state": seed, **config.params}
     r = fm.records
     X, gate = fm.X, None
-    if config.descriptor_dropout:
+    if config.descriptor_dropout and "hardware" in config.blocks:
         X = hide_measured_fields(X, fm.columns, r["group"].to_numpy(),
-                                 config.descriptor_dropout, seed)
+                                 config.descriptor_dropout, seed,
+                                 target_only_rows(dataset.records.iloc[np.flatnonzero(mask)]))
     if config.attention:
         gate = GroupGate(**{"random_state": seed, **config.attention}).fit(
             X, r["label"].to_numpy(), r["group"].to_numpy(), r["hardware"].to_numpy(),
@@ -94,21 +95,25 @@ def train(dataset: Dataset, config: ModelConfig | dict, split: SplitSpec | None 
 MEASURED_FIELDS = ("l1d_kb", "l2_kb", "l3_kb", "clock_ghz", "peak_gflops", "mem_gbps")
 
 
-def hide_measured_fields(X: np.ndarray, columns, groups: np.ndarray, share: float,
-                         seed: int) -> np.ndarray:
-    """A copy of ``X`` whose :data:`MEASURED_FIELDS` are NaN in a random ``share`` of the
-    groups (task x hardware; drawn with ``seed``): descriptor-field dropout. A machine known
-    only by its target has these fields missing; without NaN in training, a tree sends such a
-    machine down whichever branch a missing value happened to take."""
+def hide_measured_fields(X: np.ndarray, columns, groups: np.ndarray, share: float, seed: int,
+                         replacement: np.ndarray | None = None) -> np.ndarray:
+    """A copy of ``X`` whose :data:`MEASURED_FIELDS` are those of ``replacement`` (one hardware
+    descriptor row per record: what each machine would be without its probe,
+    :func:`gbxfer.features.target_only_rows`; default NaN) in a random ``share`` of the groups
+    (task x hardware; drawn with ``seed``): descriptor-field dropout. The trees then learn
+    where a machine known only by its target goes (reference values, NaN where nothing is
+    known), instead of sending it down whichever branch such values happened to take."""
     columns = list(columns)
-    cols = [columns.index(f"hardware.{f}") for f in MEASURED_FIELDS
-            if f"hardware.{f}" in columns]
-    if not cols or share <= 0:
+    fields = [f for f in MEASURED_FIELDS if f"hardware.{f}" in columns]
+    if not fields or share <= 0:
         return X
     unique = np.unique(groups)
-    hidden = unique[np.random.default_rng(seed).random(len(unique)) < share]
+    hidden = np.isin(groups, unique[np.random.default_rng(seed).random(len(unique)) < share])
     X = np.array(X, copy=True)
-    X[np.ix_(np.isin(groups, hidden), cols)] = np.nan
+    for field in fields:
+        values = np.nan if replacement is None else replacement[hidden, HARDWARE_FIELDS.index(
+            field)]
+        X[hidden, columns.index(f"hardware.{field}")] = values
     return X
 
 

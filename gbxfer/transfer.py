@@ -9,9 +9,10 @@ the shots by ``target_weight``. Labels of the shots are computed among the shots
 target is unknown to the transfer).
 
 Guarded (the default, ``guard``): the adaptation is first cross-validated inside the shots
-(:func:`cross_validate`: the shots of half of the tasks adapt, the other half's score, and back)
-against the source model on the same held-out groups; it is kept only when its mean gain in
-pairwise accuracy exceeds one standard error, else the source model is returned (with the shots
+(:func:`cross_validate`: with 4 or more shots per group, half of every group's shots adapt and
+the other half score, and back; with fewer, the tasks are halved) against the source model on
+the same held-out groups; it is kept only when its mean gain in the mean of pairwise accuracy
+and top-1 exceeds one standard error, else the source model is returned (with the shots
 recorded). A few shots cannot then make the model worse beyond the noise of that check.
 """
 from __future__ import annotations
@@ -250,12 +251,23 @@ def cross_validate(model: SavedModel, source: Dataset, target: Dataset, shots: n
     return reports, by_group
 
 
+GUARD_METRICS = ("pca", "top1")  # the guard's score of a held-out group: their mean
+
+
+def _by_group(reports) -> dict:
+    """``{(fold, group): {metric: value}}`` of the held-out groups of fold reports where every
+    :data:`GUARD_METRICS` is finite (within tasks, a group is held out in both folds)."""
+    return {(fold, g): rep for fold, r in enumerate(reports) for g, rep in r["by_task"].items()
+            if all(np.isfinite(rep[m]) for m in GUARD_METRICS)}
+
+
 def guard_check(model: SavedModel, source: Dataset, target: Dataset, shots: np.ndarray,
                 config: TransferConfig, seed: int, source_features: FeatureMatrix,
                 target_features: FeatureMatrix) -> dict:
     """Whether ``config``'s adaptation beats the source model inside the shots: the paired
-    per-group differences of pairwise accuracy on the held-out folds (:func:`cross_validate`)
-    have a mean above one standard error. Too few shots or groups to tell: not adapted.
+    per-group differences of the mean of pairwise accuracy and top-1 (:data:`GUARD_METRICS`)
+    on the held-out folds (:func:`cross_validate`) have a mean above one standard error. Too
+    few shots or groups to tell: not adapted.
 
     With 4 or more shots in the median group the folds halve every group (the gain of shots of
     the tasks scored, as in a transfer to a target whose tasks have shots); with fewer they
@@ -264,13 +276,14 @@ def guard_check(model: SavedModel, source: Dataset, target: Dataset, shots: np.n
     sizes = target.records.iloc[shots].groupby(["task_key", "hardware"]).size()
     within = bool(len(sizes)) and float(sizes.median()) >= 4
     try:
-        base, mine = (cross_validate(model, source, target, shots, c, seed, "pca",
-                                     source_features, target_features, within)[1]
+        base, mine = (_by_group(cross_validate(model, source, target, shots, c, seed, "pca",
+                                               source_features, target_features, within)[0])
                       for c in (TransferConfig(extra_rounds=0), config))
     except GbxferError:
         return {"adapted": False, "gain": None, "se": None, "groups": 0}
     common = sorted(set(base) & set(mine))
-    diff = np.array([mine[g] - base[g] for g in common])
+    diff = np.array([np.mean([mine[g][m] - base[g][m] for m in GUARD_METRICS])
+                     for g in common])
     if len(diff) < 2:
         return {"adapted": False, "gain": None, "se": None, "groups": len(diff)}
     gain, se = float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(len(diff)))

@@ -12,7 +12,8 @@ test rows and the same trained model:
   missing  the measured fields (caches, clock, peak, bandwidth) NaN
 
 and each model is trained twice: without and with descriptor-field dropout (0.3 of the
-training groups with their measured fields hidden; ``descriptor_dropout`` in a model config).
+training groups with their measured fields replaced by the table variant's; the
+``descriptor_dropout`` of a model config).
 """
 from __future__ import annotations
 
@@ -21,10 +22,7 @@ import math
 import numpy as np
 
 from gbxfer import Dataset, SplitSpec, ingest, load_dataset
-from gbxfer.features import block_columns, build
-from gbxfer.hardware import HardwareDescriptor
-from gbxfer.hardware.profiles import load_profile
-from gbxfer.errors import GbxferError
+from gbxfer.features import block_columns, build, target_only_descriptor, target_only_rows
 from gbxfer.metrics import ranking_report
 from gbxfer.model import GBCostRanker, load_model_config
 from gbxfer.training import MEASURED_FIELDS, hide_measured_fields
@@ -45,16 +43,6 @@ def machines_dataset(shared) -> Dataset:
     return Dataset.concat(parts).filter(valid=True)
 
 
-def table_descriptor(name: str, family: str, target: str, machine: str) -> np.ndarray:
-    """The descriptor of a machine known only by its target and machine name (and its
-    profile's thread count): no probed field."""
-    try:
-        threads = {"threads": load_profile(name).threads}
-    except GbxferError:
-        threads = {}
-    return HardwareDescriptor.from_target(target, name, family, threads, machine).vector()
-
-
 def variant(X: np.ndarray, columns, records, which: str) -> np.ndarray:
     """``X`` with the hardware block of every record replaced by the ``which`` variant."""
     if which == "probed":
@@ -68,8 +56,8 @@ def variant(X: np.ndarray, columns, records, which: str) -> np.ndarray:
         return X
     for (name, family, target, machine), rows in records.groupby(
             ["hardware", "hardware_family", "target", "machine"]).groups.items():
-        X[np.ix_(records.index.get_indexer(rows), cols)] = table_descriptor(
-            name, family, target, machine)
+        X[np.ix_(records.index.get_indexer(rows), cols)] = target_only_descriptor(
+            name, family, target, machine).vector()
     return X
 
 
@@ -86,8 +74,9 @@ def by_machine_rows(shared, seeds) -> list[dict]:
         reports: dict = {}
         for seed in seeds:
             for dropout in DROPOUTS:
-                X_train = hide_measured_fields(fm.X[~test], fm.columns, groups[~test], dropout,
-                                               seed) if dropout else fm.X[~test]
+                X_train = hide_measured_fields(
+                    fm.X[~test], fm.columns, groups[~test], dropout, seed,
+                    target_only_rows(dataset.records[~test])) if dropout else fm.X[~test]
                 model = GBCostRanker(**{**DEFAULT.params, "random_state": seed}).fit(
                     X_train, r["label"][~test], groups=groups[~test])
                 part = r[test].reset_index(drop=True)

@@ -42,3 +42,9 @@ def test_without_a_profile_calibrate_probes_this_machine_into_one(tmp_path):
     profile = load_profile(str(_probe_into(tmp_path / "cal" / "hardware.yaml")))
     assert profile.machine == host_machine() and profile.threads == 1
     assert profile.descriptor["peak_gflops"] > 0 and profile.target["mcpu"]
+
+
+def test_a_profile_of_the_models_own_data_is_refused(tmp_path, capsys):
+    assert main(["calibrate", "--hardware", "x86-avx2-1t", "--minutes", "1", "--out",
+                 str(tmp_path / "cal")]) == 2
+    assert "a profile of the model's own data" in capsys.readouterr().err

@@ -214,3 +214,16 @@ def test_design_space_draws_are_deterministic_and_mutants_are_new_programs():
     assert not {m.program_id for m in mutants} & {c.program_id for c in first}
     assert [m.program_id for m in mutants] == [
         m.program_id for m in space.mutants(parents, 3, {c.program_id for c in first})]
+
+
+def test_a_profile_of_another_machine_is_refused_before_measuring(configs, tmp_path, capsys):
+    from gbxfer.cli import main
+
+    other = tmp_path / "other.yaml"
+    other.write_text((configs / "host-1t.yaml").read_text().replace(
+        "name: host-1t", "name: other-1t\nmachine: Some CPU (zen9)"))
+    assert main(["collect", "--suite", str(configs / "tiny.yaml"), "--hardware", str(other),
+                 "--programs", "2", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "of the machine 'Some CPU (zen9)'" in err and "Traceback" not in err
+    assert not (tmp_path / "o" / "metaschedule" / "other-1t").exists()

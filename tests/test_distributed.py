@@ -6,7 +6,7 @@ import pytest
 
 from gbxfer import GbxferError, SplitSpec, load_dataset
 from gbxfer.cli import main
-from gbxfer.distributed import dask_client, train_on_dask
+from gbxfer.distributed import close_client, dask_client, train_on_dask
 from gbxfer.model import SavedModel
 from gbxfer.training import evaluate, train
 
@@ -26,7 +26,7 @@ def small(tmp_path_factory):
 def client():
     client = dask_client("local:2")
     yield client
-    client.close()
+    close_client(client)
 
 
 @pytest.mark.parametrize("objective", ["regression", "rank:pairwise"])

@@ -278,3 +278,17 @@ def test_probe_prints_a_profile_of_this_machine_that_loads(tmp_path, capsys):
     assert profile.machine == host_machine() and profile.descriptor["peak_gflops"] > 0
     d = describe_hardware(str(path))
     assert d.microarchitecture == uarch and not d.missing
+
+
+def test_a_profile_loaded_from_a_path_gives_records_their_descriptor_by_name(tmp_path):
+    from gbxfer.features import hardware_descriptor
+    from gbxfer.hardware import load_profile
+
+    path = tmp_path / "p.yaml"
+    path.write_text("name: pathonly-1t\nfamily: x86-avx2\nmachine: AMD EPYC (zen3)\n"
+                    "target: {kind: llvm, mcpu: znver3, num-cores: 64}\nthreads: 1\n"
+                    "descriptor: {peak_gflops: 101.5, clock_ghz: 3.2}\n")
+    load_profile(str(path))  # as calibrate, collect and tune load --hardware FILE.yaml
+    v = hardware_descriptor("pathonly-1t", "x86-avx2", "{}").as_dict()
+    assert v["peak_gflops"] == 101.5 and v["threads"] == 1  # not 64 cores' theoretical peak
+    assert load_profile("pathonly-1t").path == str(path)

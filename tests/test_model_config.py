@@ -65,3 +65,22 @@ def test_descriptor_dropout_hides_measured_fields_of_whole_groups():
     assert not np.isnan(others).any()  # vector width, FMA, cores stay: the target gives them
     assert np.array_equal(np.isnan(hidden), np.isnan(hide_measured_fields(X, columns, groups,
                                                                            0.3, seed=4)))
+
+
+def test_descriptor_dropout_gives_hidden_groups_what_their_target_alone_says():
+    import numpy as np
+
+    from gbxfer import load_dataset
+    from gbxfer.features import build, target_only_rows
+    from gbxfer.training import MEASURED_FIELDS, hide_measured_fields
+
+    part = load_dataset("bundled").filter(hardware="x86-avx2-1t")
+    fm = build(part, ["hardware"])
+    replacement = target_only_rows(part.records)
+    hidden = hide_measured_fields(fm.X, fm.columns, fm.records["group"].to_numpy(), 0.5, 0,
+                                  replacement)
+    clock = fm.columns.index("hardware.clock_ghz")
+    changed = hidden[:, clock] != fm.X[:, clock]
+    assert 0.3 < changed.mean() < 0.7  # the probed clock, replaced in half of the groups
+    assert np.allclose(hidden[changed, clock], 3.3)  # zen3's reference clock
+    assert set(MEASURED_FIELDS) >= {"clock_ghz", "peak_gflops"}

@@ -170,7 +170,8 @@ def _guarded(gpus, monkeypatch, source_scores, adapted_scores):
 
     def fake(model, source, target, shots, config, *args):
         scores = source_scores if not config.adapts else adapted_scores
-        return [], dict(enumerate(scores))
+        by_task = {f"t{i}|hw": {"pca": v, "top1": v} for i, v in enumerate(scores)}
+        return [{"by_task": by_task}], {g: v["pca"] for g, v in by_task.items()}
 
     monkeypatch.setattr(transfer_module, "cross_validate", fake)
     source = train(gpus, CONFIG, SplitSpec.parse("by-hardware:cuda-sm_86"))

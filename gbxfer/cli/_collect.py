@@ -69,10 +69,6 @@ def run(args) -> int:
         raise GbxferError("--rpc-tracker and --rpc-key go together")
     if args.rpc_tracker and not args.rpc_tracker.rpartition(":")[2].isdigit():
         raise GbxferError(f"--rpc-tracker must be HOST:PORT, got {args.rpc_tracker!r}")
-    keys = args.rpc_key.split(",") if args.rpc_key else []
-    if len(keys) > 1 and (len(keys) != len(profiles) or not all(keys)):
-        raise GbxferError(f"--rpc-key: {len(keys)} keys for {len(profiles)} profiles: give one "
-                          "key for every profile, in the order of --hardware (or one for all)")
     plan = CollectPlan(suite=suite, profiles=profiles, programs=args.programs or 0, out=args.out,
                        seed=args.seed, evolutionary_share=args.evolutionary_share,
                        batch_size=args.batch_size, repeats=args.repeats,

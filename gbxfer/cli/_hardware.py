@@ -80,7 +80,8 @@ def run_probe(args) -> int:
     texts = []
     for isa in isas:
         for n in threads:
-            doc, result = profile_document(isa, n, args.mcpu, native=isa == isas[0])
+            doc, result = profile_document(isa, n, args.mcpu,
+                                           native=isa == supported_isas()[0])
             texts.append(f"# {_peak_summary(result)}\n" + yaml.safe_dump(doc, sort_keys=False,
                                                                        width=100))
             warn_if_off_peak(doc["name"], result)

@@ -101,7 +101,7 @@ def run_train(args) -> int:
 
 
 def _train_on_dask(args, config, split, stamp) -> int:
-    from ..distributed import dask_client, train_on_dask
+    from ..distributed import close_client, dask_client, train_on_dask
     from ..records.dataset import BUNDLED
 
     if args.per_target or args.target != "all":
@@ -112,7 +112,7 @@ def _train_on_dask(args, config, split, stamp) -> int:
     try:
         model = train_on_dask(path, config, client, split, seed=args.seed)
     finally:
-        client.close()
+        close_client(client)
     model.extra["command"] = stamp
     model.save(args.out)
     log.info("trained on Dask (%s) on %d records of %s; wrote %s", args.dask,

@@ -80,8 +80,9 @@ def run(args) -> int:
     adapted = transfer(model, source, target, shots, config, args.seed, holdout)
     guard = adapted.extra["transfer"].get("guard_check")
     if guard:
-        how = (f"a gain of {guard['gain']:+.4f} +- {guard['se']:.4f} in pairwise accuracy over "
-               f"{guard['groups']} held-out shot groups" if guard["gain"] is not None else
+        how = (f"a gain of {guard['gain']:+.4f} +- {guard['se']:.4f} in the mean of PCA and "
+               f"top-1 over {guard['groups']} held-out shot groups ({guard['folds']})"
+               if guard["gain"] is not None else
                "too few shots or groups to tell")
         log.info("checked inside the shots: %s; %s", how, "adapted" if guard["adapted"] else
                  "kept the source model (guard: false in the config's transfer section "

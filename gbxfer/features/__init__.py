@@ -112,6 +112,30 @@ def hardware_descriptor(name: str, family: str, target: str,
                                           profile.machine)
 
 
+def target_only_descriptor(name: str, family: str, target: str,
+                           machine: str = "") -> HardwareDescriptor:
+    """What a machine known only by its target and machine name gets: no probed field (the
+    profile's thread count kept), the rest from the microarchitecture's reference values and
+    the relations (:meth:`HardwareDescriptor.from_target`)."""
+    try:
+        profile = load_profile(name)
+    except GbxferError:
+        return HardwareDescriptor.from_target(target, name, family, machine=machine)
+    return HardwareDescriptor.from_target(profile.target, profile.name, profile.family,
+                                          {"threads": profile.threads}, profile.machine)
+
+
+def target_only_rows(records: pd.DataFrame) -> np.ndarray:
+    """The :func:`target_only_descriptor` vector of every record (one row each)."""
+    keys = records[["hardware", "hardware_family", "target", "machine"]].drop_duplicates(
+        "hardware")
+    table = {row.hardware: target_only_descriptor(row.hardware, row.hardware_family,
+                                                  row.target, row.machine).vector()
+             for row in keys.itertuples()}
+    return np.stack([table[h] for h in records["hardware"]]) if len(records) else \
+        np.empty((0, len(HARDWARE_FIELDS)))
+
+
 def program_block(records: pd.DataFrame, featurizer: ProgramFeaturizer | None = None,
                   n_jobs: int = 1):
     """Program features, computed once per distinct program (they ignore the hardware);

@@ -147,7 +147,7 @@ def fill_from_relations(values: dict, uarch) -> dict:
     clock, peak = values["clock_ghz"], values["peak_gflops"]
     per_ghz = microarch.theoretical_peak_gflops(uarch, values["vector_bits"], values["fma"],
                                                 1.0, threads)
-    if math.isnan(per_ghz) or math.isnan(clock) == math.isnan(peak):
+    if not per_ghz > 0 or math.isnan(clock) == math.isnan(peak):  # NaN, or no lane/thread
         return {}
     if math.isnan(peak):
         return {"peak_gflops": round(per_ghz * clock, 1)}

@@ -15,6 +15,7 @@ Profiles are looked up by path, then by name (:func:`gbxfer.config_files.find_co
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import yaml
 
@@ -34,8 +35,16 @@ class HardwareProfile:
     machine: str = ""  # "" in a profile that does not say: collect names the local machine
 
 
+# profiles loaded from a path in this process, by name: the records and models that name them
+# find their descriptor (gbxfer.features.hardware_descriptor) though no configs/ file has it
+_LOADED: dict[str, HardwareProfile] = {}
+
+
 def load_profile(name_or_path: str) -> HardwareProfile:
-    """Load and validate a hardware profile."""
+    """Load and validate a hardware profile: a path, or a name of configs/hardware or of a
+    profile loaded from a path earlier in this process."""
+    if name_or_path in _LOADED:
+        return _LOADED[name_or_path]
     path = find_config("hardware", name_or_path)
     try:
         doc = yaml.safe_load(path.read_text())
@@ -65,6 +74,9 @@ def load_profile(name_or_path: str) -> HardwareProfile:
                                  "description", "descriptor"})
     if unknown:
         raise GbxferError(f"{path}: unknown field {unknown[0]!r}")
-    return HardwareProfile(doc["name"], doc["family"], doc["target"], doc["threads"],
-                           str(doc.get("description", "")).strip(), descriptor, str(path),
-                           machine.strip())
+    profile = HardwareProfile(doc["name"], doc["family"], doc["target"], doc["threads"],
+                              str(doc.get("description", "")).strip(), descriptor, str(path),
+                              machine.strip())
+    if Path(name_or_path).suffix in (".yaml", ".yml") or "/" in name_or_path:
+        _LOADED[profile.name] = profile
+    return profile

@@ -340,8 +340,9 @@ def _check_machines(records: pd.DataFrame, where: str) -> None:
         raise GbxferError(
             f"{where}: hardware profile {name!r} is on more than one machine ("
             f"{', '.join(sorted(records.loc[records['hardware'] == name, 'machine'].unique()))}"
-            "); a profile names one machine: give the others other names (ingest --hardware "
-            "NAME)")
+            "); a profile names one machine: name the machine of data that says 'unknown' (gbxfer "
+            "ingest OLD --machine 'CPU (uarch)' --out NEW), or rename the other machine's "
+            "profiles (gbxfer ingest LOGS --hardware NAME)")
 
 
 def _write_parquet(frame: pd.DataFrame, schema: pa.Schema, path: Path) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..records.dataset import Dataset, load_dataset
+from ..records.dataset import Dataset
 from ..errors import GbxferError
 from ..hardware.profiles import HardwareProfile
 from ..manifests import write_file
@@ -38,12 +38,19 @@ def calibrate(profile: HardwareProfile, out: Path, model: SavedModel, source: Da
     """Measure for what is left of ``minutes``, then transfer ``model``; returns the model
     (also saved in ``OUT/model``), the measurements and the state (seconds spent, programs)."""
     out = Path(out)
+    if profile.name in set(model.hardware) | set(source.hardware):
+        raise GbxferError(f"{profile.name!r} is a profile of the model's own data: calibrate a "
+                          "profile of this machine (leave out --hardware to probe one)")
     out.mkdir(parents=True, exist_ok=True)
     state_path = out / STATE
     state = json.loads(state_path.read_text()) if state_path.exists() else {"seconds": 0.0}
     if state.get("profile", profile.name) != profile.name:
         raise GbxferError(f"{out} holds a calibration of {state['profile']!r}, not "
                           f"{profile.name!r}: calibrate into another folder")
+
+    def save_state(seconds: float) -> None:
+        state.update(profile=profile.name, seconds=seconds)
+        write_file(state_path, lambda tmp: tmp.write_text(json.dumps(state)))
     valid = source.filter(valid=True)
     programs = valid.select(calibration_order(valid, seed))
     keys = {suite_task_key(t): t for t in suite.tasks}
@@ -52,20 +59,19 @@ def calibrate(profile: HardwareProfile, out: Path, model: SavedModel, source: Da
         raise GbxferError("no program of the source data belongs to a task of the suite")
     tasks = list(dict.fromkeys(programs.records["task_key"]))
     per_task = programs.records.groupby("task_key").size().max()
-    left = minutes * 60 - state["seconds"]
-    if left > 0:
-        plan = CollectPlan(suite=suite.select([keys[k].name for k in tasks]),
-                           profiles=[profile], programs=0, out=out / "measurements",
-                           seed=seed, replay=programs,
-                           replay_rounds=math.ceil(per_task / PER_ROUND),
-                           deadline=time.time() + left, commands=list(commands))
-        start = time.time()
+    spent, start = state["seconds"], time.time()
+    plan = CollectPlan(suite=suite.select([keys[k].name for k in tasks]), profiles=[profile],
+                       programs=0, out=out / "measurements", seed=seed, replay=programs,
+                       replay_rounds=math.ceil(per_task / PER_ROUND),
+                       deadline=start + minutes * 60 - spent, commands=list(commands),
+                       on_round=lambda: save_state(spent + time.time() - start))
+    collector = Collector(plan)
+    if minutes * 60 > spent:
         try:
-            Collector(plan).run(progress=progress)
-        finally:  # a killed run's seconds are lost: it measured only what its database kept
-            state = {"profile": profile.name, "seconds": state["seconds"] + time.time() - start}
-            write_file(state_path, lambda tmp: tmp.write_text(json.dumps(state)))
-    measured = load_dataset(out / "measurements" / "dataset").filter(hardware=profile.name)
+            collector.run(progress=progress)
+        finally:  # (a kill -9 loses at most the seconds of one round)
+            save_state(spent + time.time() - start)
+    measured = collector.write_dataset().filter(hardware=profile.name)  # from the databases
     target = measured.filter(valid=True)
     if len(target) == 0:
         raise GbxferError("no valid measurement to calibrate with (all failed, or the time "

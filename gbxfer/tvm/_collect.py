@@ -29,6 +29,7 @@ from ..records.dataset import Dataset
 from ..records.formats._metaschedule import FAILED_RUN_SECS
 from ..hardware.probe import host_machine
 from ..hardware.profiles import HardwareProfile
+from ..errors import GbxferError
 from ..records.targets import machine_identity
 from ..records.suite import Suite, Task
 from ._builder import local_builder
@@ -66,7 +67,14 @@ class CollectPlan:
     replay: Dataset | None = None  # measure exactly this dataset's programs instead of sampling
     replay_rounds: int = 1  # > 1: replay in rounds, each a next share of every task's programs
     deadline: float | None = None  # time.time() after which no new batch starts
+    on_round: object = None  # called after each replay round (calibrate saves its state)
     commands: list = dataclasses.field(default_factory=list)
+
+    def __post_init__(self):
+        keys = (self.rpc_key or "").split(",")
+        if len(keys) > 1 and (len(keys) != len(self.profiles) or not all(keys)):
+            raise GbxferError(f"--rpc-key: {len(keys)} keys for {len(self.profiles)} profiles: "
+                              "give one key for every profile, in order (or one for all)")
 
     def device_key(self, profile: HardwareProfile) -> str:
         """The RPC device key that measures ``profile`` (the i-th key the i-th profile)."""
@@ -115,6 +123,7 @@ class Collector:
         import tvm
 
         self.plan = plan
+        self.machines = {p.name: self.machine(p) for p in plan.profiles}  # checked first
         self.targets = {_target_key(p): tvm.target.Target(p.target) for p in plan.profiles}
         self.databases = {p.name: AppendOnlyDatabase(plan.out / "metaschedule" / p.name)
                           for p in plan.profiles}
@@ -138,6 +147,8 @@ class Collector:
             dataset = None
             rounds = plan.replay_rounds if plan.replay is not None else 1
             for part in range(rounds):
+                if self.out_of_time():
+                    break
                 for task in plan.suite.tasks:
                     if self.out_of_time():
                         break
@@ -146,6 +157,8 @@ class Collector:
                         dataset = self.write_dataset()
                 if rounds > 1:  # (the databases are appended as each program is measured)
                     dataset = self.write_dataset()
+                    if plan.on_round is not None:
+                        plan.on_round()
         if dataset is None:
             dataset = self.write_dataset()
         elapsed = time.time() - start
@@ -173,9 +186,15 @@ class Collector:
         if plan.replay is not None:
             records = plan.replay.records
             programs = records.loc[records["task_key"] == key].drop_duplicates("program_id")
-            share = np.array_split(np.arange(len(programs)), plan.replay_rounds)[part]
-            self._measure(key, args_info,
-                          replay_programs(mod, key, programs["program"].iloc[share]), bar)
+            share = programs.iloc[np.array_split(np.arange(len(programs)),
+                                                 plan.replay_rounds)[part]]
+            done = set.intersection(*(self.databases[p.name].done.get(key, set())
+                                      for p in plan.profiles))
+            skipped = share["program_id"].isin(done)  # a resumed run skips them unbuilt
+            self.stats["skipped_done"] += int(skipped.sum()) * len(plan.profiles)
+            bar.update(int(skipped.sum()) * len(plan.profiles))
+            share = share[~skipped]
+            self._measure(key, args_info, replay_programs(mod, key, share["program"]), bar)
             return
         n_evolved = round(plan.programs * plan.evolutionary_share)
         space = DesignSpace(mod, self.targets[_target_key(first)], key, plan.seed)
@@ -307,18 +326,22 @@ class Collector:
 
     def machine(self, profile: HardwareProfile) -> str:
         """The profile's machine; when it does not say, this one (measured locally) or, on an
-        RPC device, the machine its target names."""
-        if profile.machine:
-            return profile.machine
+        RPC device, the machine its target names. A profile of another machine measured here is
+        refused: its name would merge this machine's timings with that machine's."""
         if self.plan.rpc_tracker:
-            return machine_identity(profile.target)
+            return profile.machine or machine_identity(profile.target)
+        if profile.machine and profile.machine != host_machine():
+            raise GbxferError(
+                f"profile {profile.name!r} is of the machine {profile.machine!r}, and this is "
+                f"{host_machine()!r}: measure this machine with a profile of its own (gbxfer "
+                "hardware probe > NEW.yaml; its names carry the microarchitecture)")
         return host_machine()
 
     def write_dataset(self) -> Dataset:
         """Ingest the profile databases into ``OUT/dataset`` with the suite's task metadata."""
         plan = self.plan
         parts = [ingest([plan.out / "metaschedule" / p.name], hardware=(p.name, p.family),
-                        machine=self.machine(p))
+                        machine=self.machines[p.name])
                  for p in plan.profiles if (plan.out / "metaschedule" / p.name).exists()]
         out_dataset = plan.out / "dataset"
         if (out_dataset / "manifest.json").exists():
