@@ -53,7 +53,7 @@ from gbxfer.transfer import TransferConfig, draw_shots, transfer
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 LOG = RESULTS / "bench_transfer.jsonl"
 ARMS = ("tuned", "default", "unguarded", "source-only", "pooled", "scratch", "upper")
-BENCH_VERSION = 4  # 4: the guard scores groups by the mean of PCA and top-1
+BENCH_VERSION = 5  # 5: the guard scores groups by the mean of PCA and top-1, both folds
 METRICS = ("pca", "top1", "top5")
 
 
