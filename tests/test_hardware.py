@@ -230,12 +230,16 @@ def test_probe_kernel_loop_is_all_chains_in_registers(isa, op):
     except GbxferError as exc:  # a compiler without this ISA (the CPU need not have it)
         pytest.skip(str(exc))
     loop = _hot_loop(asm, op)
-    chains = sum(op in line for line in loop)
-    assert chains == CHAINS[ISAS[isa][1]]
-    assert chains >= (8 if op == "vfmadd" else 12)  # latency x pipes: 4 x 2, Zen's (3 + 3) x 2
+    chains = CHAINS[ISAS[isa][1]]
+    assert chains >= 8  # FMA: latency 4 x 2 pipes; separate: 2 x (latency 3 x 2 pipes) on Zen
     assert not [line for line in loop if "%rsp" in line or "%rbp" in line]  # no spills
-    if op != "vfmadd":
-        assert not [line for line in loop if "fmadd" in line]  # no FMA where the ISA has none
+    if op == "vfmadd":
+        assert sum(op in line for line in loop) == chains
+    else:  # no FMA where the ISA has none: independent multiply chains and add chains
+        assert not [line for line in loop if "fmadd" in line]
+        assert sum(op in line for line in loop) == chains // 2
+        assert sum(re.search(r"\badd[ps]s\b|\bvaddps\b", line) is not None
+                   for line in loop) == chains // 2
 
 
 @needs_x86_compiler

@@ -117,7 +117,7 @@ int main(int argc, char **argv) {
       t1 = now();
       a += clock_ghz(adds);
     }
-    double flops = 2.0 * CHAINS * LANES * (double)iters * threads / (t1 - t0);
+    double flops = (double)FLOPS_PER_STEP * CHAINS * LANES * (double)iters * threads / (t1 - t0);
     if (flops > best_flops) best_flops = flops;
     if (b / threads > before) before = b / threads;
     if (a / threads > after) after = a / threads;
@@ -139,17 +139,29 @@ int main(int argc, char **argv) {
 """
 
 
-def kernel_source(vector_bits: int) -> str:
-    """The C source of the probe for ``vector_bits``-wide vectors (:data:`CHAINS` chains)."""
+def kernel_source(vector_bits: int, fma: bool = True) -> str:
+    """The C source of the probe for ``vector_bits``-wide vectors (:data:`CHAINS` chains).
+
+    With FMA, every chain is a multiply-add (2 flops per step). Without, half the chains
+    multiply and half add (1 flop per step): a multiply-then-add chain would wait for both
+    latencies in turn, and its rate would be half the pipes' (the multiplier is 1.0 and the
+    addend 1e-7, read from volatile globals so that the compiler cannot fold them: no value
+    drifts into denormals)."""
     chains = CHAINS[vector_bits]
     names = [f"a{i}" for i in range(chains)]
     init = ", ".join(f"{a} = (vec){{}} + {i}.0f" for i, a in enumerate(names))
-    steps = "\n    ".join(f"{a} = {a} * m + c;" for a in names)
+    if fma:
+        steps = "\n    ".join(f"{a} = {a} * m + c;" for a in names)
+    else:
+        steps = "\n    ".join(f"{a} = {a} * m;" if i % 2 == 0 else f"{a} = {a} + c;"
+                              for i, a in enumerate(names))
     kernel = f"""
 #define CHAINS {chains}
-/* {chains} independent multiply-add chains: the rate of the FP pipes, not their latency */
+#define FLOPS_PER_STEP {2 if fma else 1}
+static volatile float MUL = {"0.999999f" if fma else "1.0f"}, ADD = 1e-7f;
+/* {chains} independent chains: the rate of the FP pipes, not their latency */
 __attribute__((noinline)) static float fma_chains(long iters) {{
-  vec m = (vec){{}} + 0.999999f, c = (vec){{}} + 1e-7f;  /* a -> 0.1: no denormals */
+  vec m = (vec){{}} + MUL, c = (vec){{}} + ADD;  /* FMA: a -> 0.1, no denormals */
   vec {init};
   for (long i = 0; i < iters; i++) {{
     {steps}
@@ -171,9 +183,10 @@ def _compiler() -> str:
     raise GbxferError("gbxfer hardware probe needs a C compiler with OpenMP (cc, gcc or clang)")
 
 
-def _build(tmp: Path, bits: int, flags: list[str], assemble: bool = True) -> Path:
+def _build(tmp: Path, bits: int, flags: list[str], assemble: bool = True,
+           fma: bool = True) -> Path:
     src, out = tmp / "peak.c", tmp / ("peak" if assemble else "peak.s")
-    src.write_text(kernel_source(bits))
+    src.write_text(kernel_source(bits, fma))
     cmd = [_compiler(), *CFLAGS, f"-DVBYTES={bits // 8}", *flags, str(src),
            *([] if assemble else ["-S"]), "-o", str(out)]
     built = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -187,9 +200,9 @@ def kernel_asm(isa: str) -> str:
     """The assembly the compiler makes of the probe for ``isa`` (this CPU need not run it)."""
     if isa not in ISAS:
         raise GbxferError(f"unknown ISA {isa!r}; known: {', '.join(ISAS)}")
-    flags, bits, _, _ = ISAS[isa]
+    flags, bits, fma, _ = ISAS[isa]
     with tempfile.TemporaryDirectory() as tmp:
-        return _build(Path(tmp), bits, flags, assemble=False).read_text()
+        return _build(Path(tmp), bits, flags, assemble=False, fma=bool(fma)).read_text()
 
 
 def cpu_flags() -> set[str]:
@@ -231,11 +244,11 @@ def measure_peak(isa: str, threads: int, seconds: float = 0.25, repeats: int = 5
     if isa not in supported_isas():
         raise GbxferError(f"this CPU does not execute {isa} code (flags in /proc/cpuinfo); "
                           f"it does: {', '.join(supported_isas())}")
-    flags, bits, _, _ = ISAS[isa]
+    flags, bits, fma, _ = ISAS[isa]
     env = {**os.environ, "OMP_PROC_BIND": "true"}
     env.setdefault("OMP_PLACES", "cores")  # one thread per core, each on its own
     with tempfile.TemporaryDirectory() as tmp:
-        exe = _build(Path(tmp), bits, flags)
+        exe = _build(Path(tmp), bits, flags, fma=bool(fma))
         n = stream_mb * 1024 * 1024 // 4
         args = [threads, seconds, n, repeats, clock_adds]
         out = subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True,
