@@ -168,7 +168,7 @@ def _parallel_rows(first: pd.DataFrame, n_jobs: int) -> np.ndarray:
         load[share[i]] += sizes.iloc[i]
     part_of = pd.Series(share, index=sizes.index)[first["task_key"]].to_numpy()
     parts = [np.flatnonzero(part_of == j) for j in range(n_jobs)]
-    context = multiprocessing.get_context("forkserver")
+    context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(n_jobs, mp_context=context) as pool:
         futures = [pool.submit(_featurize, first["source_format"].iloc[rows].tolist(),
                                first["program"].iloc[rows].tolist()) for rows in parts]
