@@ -19,6 +19,7 @@ import pandas as pd
 from .errors import GbxferError
 from .features import block_columns, build
 from .model import GBCostRanker, ModelConfig, SavedModel
+from .model._ranker import relevance_grades
 from .model._config import as_model_config
 from .records.dataset import Dataset, verified_tasks
 from .splits import SplitSpec
@@ -120,8 +121,8 @@ def train_on_dask(path, config: ModelConfig | dict, client, split: SplitSpec | N
         raise GbxferError("nothing to train on: the training part is empty")
     objective = ranker._objective()
     label = frame["__label"] if objective == "regression" else frame["__label"].map_partitions(
-        lambda y: pd.Series(np.floor(np.asarray(y) * (ranker.relevance_levels - 1) + 1e-9)
-                            .clip(0, ranker.relevance_levels - 1), index=y.index),
+        lambda y: pd.Series(relevance_grades(y, ranker.relevance_levels).astype(float),
+                            index=y.index),
         meta=("__label", float))
     qid = None if objective == "regression" else frame["__group"]
     train_set = dxgb.DaskDMatrix(client, frame[columns], label, qid=qid)

@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from gbxfer import Dataset, SplitSpec, ingest, load_dataset
-from gbxfer.features import block_columns, build, target_only_descriptor, target_only_rows
+from gbxfer.features import block_columns, build, target_only_rows
 from gbxfer.metrics import ranking_report
 from gbxfer.model import GBCostRanker, load_model_config
 from gbxfer.training import MEASURED_FIELDS, hide_measured_fields
@@ -54,10 +54,7 @@ def variant(X: np.ndarray, columns, records, which: str) -> np.ndarray:
         measured = [columns.index(f"hardware.{f}") for f in MEASURED_FIELDS]
         X[:, measured] = np.nan
         return X
-    for (name, family, target, machine), rows in records.groupby(
-            ["hardware", "hardware_family", "target", "machine"]).groups.items():
-        X[np.ix_(records.index.get_indexer(rows), cols)] = target_only_descriptor(
-            name, family, target, machine).vector()
+    X[:, cols] = target_only_rows(records)
     return X
 
 

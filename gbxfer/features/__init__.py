@@ -98,42 +98,37 @@ def stack_blocks(blocks, n: int, rows: dict) -> np.ndarray:
     return np.hstack(parts) if parts else np.empty((n, 0), dtype=np.float32)
 
 
-def hardware_descriptor(name: str, family: str, target: str,
-                        machine: str = "") -> HardwareDescriptor:
+def hardware_descriptor(name: str, family: str, target: str, machine: str = "",
+                        probed: bool = True) -> HardwareDescriptor:
     """The descriptor of a record's hardware: its profile when one is known by that name
-    (configs/hardware), else derived from the record's target and machine (whose
-    microarchitecture, when it names one, fills what the target does not say)."""
+    (configs/hardware, or loaded from a path), else derived from the record's target and
+    machine (whose microarchitecture, when it names one, fills what the target does not say).
+    ``probed=False``: what a machine known only by its target and machine name gets — the
+    profile's thread count, none of its probed fields."""
     try:
         profile = load_profile(name)
     except GbxferError:
         return HardwareDescriptor.from_target(target, name, family, machine=machine)
+    overrides = {"threads": profile.threads, **(profile.descriptor if probed else {})}
     return HardwareDescriptor.from_target(profile.target, profile.name, profile.family,
-                                          {"threads": profile.threads, **profile.descriptor},
-                                          profile.machine)
+                                          overrides, profile.machine)
 
 
-def target_only_descriptor(name: str, family: str, target: str,
-                           machine: str = "") -> HardwareDescriptor:
-    """What a machine known only by its target and machine name gets: no probed field (the
-    profile's thread count kept), the rest from the microarchitecture's reference values and
-    the relations (:meth:`HardwareDescriptor.from_target`)."""
-    try:
-        profile = load_profile(name)
-    except GbxferError:
-        return HardwareDescriptor.from_target(target, name, family, machine=machine)
-    return HardwareDescriptor.from_target(profile.target, profile.name, profile.family,
-                                          {"threads": profile.threads}, profile.machine)
-
-
-def target_only_rows(records: pd.DataFrame) -> np.ndarray:
-    """The :func:`target_only_descriptor` vector of every record (one row each)."""
+def descriptor_rows(records: pd.DataFrame, probed: bool = True) -> np.ndarray:
+    """The :func:`hardware_descriptor` vector of every record (one row each), computed once
+    per hardware profile."""
     keys = records[["hardware", "hardware_family", "target", "machine"]].drop_duplicates(
         "hardware")
-    table = {row.hardware: target_only_descriptor(row.hardware, row.hardware_family,
-                                                  row.target, row.machine).vector()
+    table = {row.hardware: hardware_descriptor(row.hardware, row.hardware_family, row.target,
+                                               row.machine, probed).vector()
              for row in keys.itertuples()}
     return np.stack([table[h] for h in records["hardware"]]) if len(records) else \
         np.empty((0, len(HARDWARE_FIELDS)))
+
+
+def target_only_rows(records: pd.DataFrame) -> np.ndarray:
+    """Every record's descriptor without its probed fields (``probed=False``)."""
+    return descriptor_rows(records, probed=False)
 
 
 def program_block(records: pd.DataFrame, featurizer: ProgramFeaturizer | None = None,
@@ -189,13 +184,7 @@ def workload_block(records: pd.DataFrame, tasks: pd.DataFrame):
 
 
 def hardware_block(records: pd.DataFrame):
-    keys = records[["hardware", "hardware_family", "target", "machine"]].drop_duplicates(
-        "hardware")
-    table = {row.hardware: hardware_descriptor(row.hardware, row.hardware_family,
-                                               row.target, row.machine).vector()
-             for row in keys.itertuples()}
-    X = np.stack([table[h] for h in records["hardware"]]) if len(records) else \
-        np.empty((0, len(HARDWARE_FIELDS)))
+    X = descriptor_rows(records)
     return X.astype(np.float32), block_columns("hardware")
 
 
