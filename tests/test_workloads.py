@@ -5,21 +5,36 @@ import pytest
 
 from gbxfer import GbxferError
 from gbxfer.hardware import load_profile
-from gbxfer.records.suite import load_suite, operator_flops
+from gbxfer.records.suite import OPERATORS, load_suite, operator_flops
 
 from conftest import REPO
 
 SUITE = REPO / "configs" / "workloads" / "networks.yaml"
 
 
-def test_bundled_suite_covers_four_networks_and_the_operator_kinds():
+NETWORKS = {"resnet50", "mobilenet_v2", "bert_base", "resnet18", "convnext_t", "yolov8n",
+            "llama2_7b_prefill", "llama2_7b_decode", "whisper_tiny_encoder"}
+
+
+def test_bundled_suite_covers_nine_networks_and_the_operator_kinds():
     suite = load_suite(SUITE)
-    assert len(suite.tasks) >= 40
+    assert len(suite.tasks) >= 120
     networks = {n for t in suite.tasks for n in t.network.split(",")}
-    assert {"resnet50", "mobilenet_v2", "bert_base", "resnet18"} <= networks
+    assert networks == NETWORKS
     ops = {t.op for t in suite.tasks}
-    assert {"conv2d", "depthwise_conv2d", "dense", "batch_matmul", "softmax"} <= ops
+    assert {"conv2d", "depthwise_conv2d", "dense", "batch_matmul", "softmax", "conv1d",
+            "layer_norm", "rms_norm", "dense_gelu", "dense_silu_mul"} <= ops
     assert len({t.name for t in suite.tasks}) == len(suite.tasks)
+
+
+@pytest.mark.parametrize("network, gflops", [
+    ("resnet50", 8.2), ("convnext_t", 8.9), ("yolov8n", 8.7),  # published: 4.1, 4.5 GMAC; 8.7
+    ("llama2_7b_prefill", 2 * 202e6 * 128 / 1e9),  # 2 FLOPs per weight per token
+])
+def test_networks_have_their_published_flops(network, gflops):
+    tasks, weights = load_suite(SUITE).network(network)
+    total = sum(t.flops * w for t, w in zip(tasks.tasks, weights, strict=True)) / 1e9
+    assert total == pytest.approx(gflops, rel=0.03)
 
 
 def test_a_task_shared_by_networks_is_one_task_with_summed_weight():
@@ -31,7 +46,7 @@ def test_a_task_shared_by_networks_is_one_task_with_summed_weight():
 
 def test_a_network_is_its_tasks_weighted_by_occurrences_there():
     suite = load_suite(SUITE)
-    assert set(suite.networks) == {"resnet50", "mobilenet_v2", "bert_base", "resnet18"}
+    assert set(suite.networks) == NETWORKS
     resnet18, weights = suite.network("resnet18")
     by_name = dict(zip((t.name for t in resnet18.tasks), weights, strict=True))
     assert by_name["conv2d_1_56_56_64_64_3_1_1"] == 4  # not its 7 over both ResNets
@@ -44,6 +59,29 @@ def test_flops_by_hand():
     assert operator_flops("dense", {"M": 2, "N": 3, "K": 4}) == 2 * 2 * 3 * 4
     conv = {"N": 1, "H": 8, "W": 8, "CI": 3, "CO": 5, "kernel": 3, "stride": 1, "padding": 1}
     assert operator_flops("conv2d", conv) == 2 * 8 * 8 * 5 * 3 * 9
+    conv1d = {"N": 1, "L": 9, "CI": 3, "CO": 5, "kernel": 3, "stride": 2, "padding": 1}
+    assert operator_flops("conv1d", conv1d) == 2 * 5 * 5 * 3 * 3  # 5 outputs
+    assert operator_flops("layer_norm", {"M": 2, "N": 3}) == 8 * 6
+    assert operator_flops("dense_gelu", {"M": 2, "N": 3, "K": 4}) == 2 * 2 * 3 * 4 + 6 * 6
+
+
+def test_every_operator_module_has_the_suite_argument_shapes():
+    """The shapes the dataset's tasks table stores are those of the TVM function measured."""
+    import json
+
+    from tvm.s_tir import meta_schedule as ms
+
+    from gbxfer.tvm._task_modules import task_module
+
+    suite = load_suite(SUITE)
+    smallest = {}
+    for task in sorted(suite.tasks, key=lambda t: t.flops):
+        smallest.setdefault(task.op, task)
+    assert set(smallest) == set(OPERATORS) - {"avg_pool2d"}  # every kind but one is used
+    for task in smallest.values():
+        args = ms.arg_info.ArgInfo.from_prim_func(task_module(task)["main"])
+        shapes = [[int(d) for d in arg.shape] for arg in args]
+        assert shapes == [shape for _, shape in json.loads(task.args)], task.name
 
 
 def _suite(tmp_path, body: str):

@@ -37,7 +37,20 @@ OPERATORS: dict[str, tuple[tuple[str, ...], dict]] = {
     "avg_pool2d": (("N", "H", "W", "C", "kernel", "stride", "padding"),
                    {"stride": 1, "padding": 0}),
     "global_avg_pool2d": (("N", "H", "W", "C"), {}),
+    "conv1d": (("N", "L", "CI", "CO", "kernel", "stride", "padding"),
+               {"stride": 1, "padding": 0}),
+    "layer_norm": (("M", "N"), {}),
+    "rms_norm": (("M", "N"), {}),
+    "dense_gelu": (("M", "N", "K"), {}),
+    "dense_silu_mul": (("M", "N", "K"), {}),
 }
+# element-wise operations per output element of the row-wise operators (a multiply-add counts 2)
+_ROW_FLOPS = {"softmax": 4,      # max, subtract-exp, sum, divide
+              "layer_norm": 8,   # mean, centre, square, variance, scale, gamma, beta
+              "rms_norm": 4}     # square, sum, scale, weight
+# a dense layer's fused element-wise epilogue, per output element
+_EPILOGUE_FLOPS = {"dense_gelu": 6,      # + bias, x / sqrt(2), erf, 1 + ., x * ., 0.5 * .
+                   "dense_silu_mul": 5}  # exp, 1 + ., divide, x * ., * up-projection
 FLOAT_BYTES = 4  # every suite operator is float32
 
 
@@ -98,7 +111,7 @@ def operator_arg_shapes(op: str, p: dict) -> list[tuple[int, ...]]:
                 (p["N"], oh, ow, p["CO"])]
     if op == "depthwise_conv2d":
         oh, ow = _out_hw(p)
-        return [(p["N"], p["H"], p["W"], p["C"]), (p["kernel"], p["kernel"], p["C"], 1),
+        return [(p["N"], p["H"], p["W"], p["C"]), (1, p["kernel"], p["kernel"], p["C"]),
                 (p["N"], oh, ow, p["C"])]
     if op == "dense":
         return [(p["M"], p["K"]), (p["K"], p["N"]), (p["M"], p["N"])]
@@ -106,6 +119,17 @@ def operator_arg_shapes(op: str, p: dict) -> list[tuple[int, ...]]:
         return [(p["B"], p["M"], p["K"]), (p["B"], p["K"], p["N"]), (p["B"], p["M"], p["N"])]
     if op == "softmax":
         return [(p["M"], p["N"]), (p["M"], p["N"])]
+    if op == "conv1d":
+        ol = (p["L"] + 2 * p["padding"] - p["kernel"]) // p["stride"] + 1
+        return [(p["N"], p["L"], p["CI"]), (p["kernel"], p["CI"], p["CO"]), (p["N"], ol, p["CO"])]
+    if op == "layer_norm":
+        return [(p["M"], p["N"]), (p["N"],), (p["N"],), (p["M"], p["N"])]
+    if op == "rms_norm":
+        return [(p["M"], p["N"]), (p["N"],), (p["M"], p["N"])]
+    if op == "dense_gelu":  # X, W, bias, GELU(X W + bias)
+        return [(p["M"], p["K"]), (p["K"], p["N"]), (p["N"],), (p["M"], p["N"])]
+    if op == "dense_silu_mul":  # X, W_gate, up-projection U, SiLU(X W_gate) * U
+        return [(p["M"], p["K"]), (p["K"], p["N"]), (p["M"], p["N"]), (p["M"], p["N"])]
     if op in ("max_pool2d", "avg_pool2d"):
         oh, ow = _out_hw(p)
         return [(p["N"], p["H"], p["W"], p["C"]), (p["N"], oh, ow, p["C"])]
@@ -124,10 +148,14 @@ def operator_flops(op: str, p: dict) -> float:
         return 2.0 * n_out * p["kernel"] ** 2
     if op == "dense":
         return 2.0 * p["M"] * p["N"] * p["K"]
+    if op in _EPILOGUE_FLOPS:
+        return (2.0 * p["K"] + _EPILOGUE_FLOPS[op]) * p["M"] * p["N"]
     if op == "batch_matmul":
         return 2.0 * p["B"] * p["M"] * p["N"] * p["K"]
-    if op == "softmax":
-        return 4.0 * n_out  # max, subtract-exp, sum, divide
+    if op in _ROW_FLOPS:
+        return float(_ROW_FLOPS[op] * n_out)
+    if op == "conv1d":
+        return 2.0 * n_out * p["CI"] * p["kernel"]
     if op in ("max_pool2d", "avg_pool2d"):
         return float(n_out * p["kernel"] ** 2)
     if op == "global_avg_pool2d":
@@ -218,11 +246,11 @@ def _validate_entry(path, network, i, entry):
                               f"got {value!r}")
         values.append((name, value))
     params = dict(values)
-    if "kernel" in params and "H" in params:
-        oh, ow = _out_hw(params)
-        if oh <= 0 or ow <= 0:
+    if "kernel" in params:
+        size = (params["H"], params["W"]) if "H" in params else (params["L"],)
+        if any(n + 2 * params["padding"] < params["kernel"] for n in size):
             raise GbxferError(f"{where}: kernel {params['kernel']} does not fit the padded "
-                              f"{params['H']}x{params['W']} input")
+                              f"{'x'.join(map(str, size))} input")
     weight = entry.get("weight", 1)
     if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0:
         raise GbxferError(f"{where}: 'weight' must be a positive number, got {weight!r}")

@@ -33,6 +33,34 @@ def task_module(task: Task):
     elif op == "global_avg_pool2d":
         x = te.placeholder((p["N"], p["H"], p["W"], p["C"]), name="X")
         tensors = (x, topi.nn.global_pool(x, "avg", layout="NHWC"))
+    elif op == "conv1d":
+        tensors = te_workload.conv1d_nlc(p["N"], p["L"], p["CI"], p["CO"], p["kernel"],
+                                         p["stride"], p["padding"])
+    elif op in ("layer_norm", "rms_norm"):
+        x = te.placeholder((p["M"], p["N"]), name="X")
+        gamma = te.placeholder((p["N"],), name="gamma")
+        if op == "layer_norm":
+            beta = te.placeholder((p["N"],), name="beta")
+            tensors = (x, gamma, beta, topi.nn.layer_norm(x, gamma, beta, axis=[1]))
+        else:
+            tensors = (x, gamma, topi.nn.rms_norm(x, gamma, axis=[1]))
+    elif op == "dense_gelu":  # GELU (erf form) of X W + bias: a dense layer's fused epilogue
+        x, w, xw = te_workload.matmul(p["M"], p["N"], p["K"])
+        bias = te.placeholder((p["N"],), name="bias")
+        tensors = (x, w, bias, te.compute(
+            xw.shape, lambda i, j: _gelu(xw[i, j] + bias[j]), name="T_gelu"))
+    elif op == "dense_silu_mul":  # SwiGLU's gate: SiLU(X W_gate) * U, U the up-projection
+        x, w, xw = te_workload.matmul(p["M"], p["N"], p["K"])
+        up = te.placeholder((p["M"], p["N"]), name="U")
+        tensors = (x, w, up, te.compute(
+            xw.shape, lambda i, j: xw[i, j] * te.sigmoid(xw[i, j]) * up[i, j],
+            name="T_silu_mul"))
     else:
         raise ValueError(f"no TVM workload for operator {op!r}")
     return tvm.IRModule({"main": te.create_prim_func(list(tensors))})
+
+
+def _gelu(y):
+    from tvm import te
+
+    return 0.5 * y * (1.0 + te.erf(y * 0.7071067811865476))
