@@ -1,12 +1,15 @@
-"""Pruning training sets: keep a fraction of each task x hardware group, chosen to cover it.
+"""Pruning training sets: keep a fraction of each task x hardware group, chosen to represent it.
 
-``coreset``: per group, the fastest programs first (a ``fast_share`` of the budget, so that the
-programs a ranker must put on top stay represented), then k-center greedy in the standardised
-program-feature space extended by log latency — each pick is the program farthest from those
-kept — so the kept set covers the group's schedules and its latency range. ``random``: a
-uniform draw per group. Both keep at least ``min_per_group`` programs of every group, are
-deterministic given the seed, and select among valid records only (failed measurements are not
-training data and are dropped).
+Each group's programs are points: standardised program features (projected on their first 32
+principal components) and log latency, weighted as much as all features together.
+``coreset``: k-means with k = the programs to keep, and of each cluster the program nearest its
+centre: the kept set follows where the group's programs are dense (as the programs a model is
+later asked to rank are) while near-duplicates share one representative. ``kcenter``: the
+fastest programs first (a ``fast_share`` of the budget), then k-center greedy — each pick the
+program farthest from those kept; it covers the extremes and over-represents outliers, and
+ranks below random on the A100 database (scripts/bench_pruning.py). ``random``: a uniform draw
+per group. All keep at least ``min_per_group`` programs of every group, are deterministic given
+the seed, and select among valid records only (failed measurements are not training data).
 """
 from __future__ import annotations
 
@@ -18,7 +21,8 @@ from .records.dataset import Dataset
 from .errors import GbxferError
 from .features import build
 
-METHODS = ("coreset", "random")
+METHODS = ("coreset", "kcenter", "random")
+COMPONENTS = 32
 
 
 def k_center_greedy(points: np.ndarray, k: int, start: list[int]) -> list[int]:
@@ -41,6 +45,32 @@ def k_center_greedy(points: np.ndarray, k: int, start: list[int]) -> list[int]:
     return chosen
 
 
+def group_points(X: np.ndarray, latency: np.ndarray, components: int | None = None):
+    """One group's programs as points: standardised features without the constant ones
+    (projected on their first ``components`` principal components when given) and log latency,
+    standardised and weighing as much as all feature dimensions together."""
+    spread = X.std(0)
+    points = ((X - X.mean(0)) / np.where(spread > 0, spread, 1.0))[:, spread > 0]
+    if components is not None and points.shape[1] > components:
+        _, _, vt = np.linalg.svd(points, full_matrices=False)
+        points = points @ vt[:components].T
+    log_lat = np.log(latency)
+    log_lat = (log_lat - log_lat.mean()) / (log_lat.std() or 1.0)
+    scale = math.sqrt(max(float((points ** 2).sum(1).mean()), 1.0))
+    return np.hstack([points, log_lat[:, None] * scale])
+
+
+def k_means_medoids(points: np.ndarray, k: int, seed: int) -> np.ndarray:
+    """Indices of ``k`` points: k-means clusters, and of each the point nearest its centre."""
+    from sklearn.cluster import KMeans
+
+    km = KMeans(k, n_init=1, max_iter=100, random_state=seed).fit(points)
+    distance = ((points - km.cluster_centers_[km.labels_]) ** 2).sum(1)
+    order = np.lexsort((distance, km.labels_))  # by cluster, nearest first
+    first = np.r_[True, km.labels_[order][1:] != km.labels_[order][:-1]]
+    return np.sort(order[first])
+
+
 def select(dataset: Dataset, keep: float, method: str = "coreset", seed: int = 0,
            fast_share: float = 0.2, min_per_group: int = 2) -> np.ndarray:
     """Positions (into ``dataset.records``) of the valid records to keep."""
@@ -49,9 +79,8 @@ def select(dataset: Dataset, keep: float, method: str = "coreset", seed: int = 0
     if not 0.0 < keep <= 1.0:
         raise GbxferError(f"--keep must be in (0, 1], got {keep}")
     valid = np.flatnonzero(dataset.records["valid"].to_numpy())
-    if method == "coreset":
-        fm = build(dataset.select(valid), ["program"])
-        X = fm.X.astype(float)
+    if method != "random":
+        X = build(dataset.select(valid), ["program"]).X.astype(float)
     rng = np.random.default_rng(seed)
     records = dataset.records.iloc[valid]
     kept = []
@@ -60,18 +89,13 @@ def select(dataset: Dataset, keep: float, method: str = "coreset", seed: int = 0
         k = min(n, max(min_per_group, math.ceil(keep * n)))
         if method == "random" or k == n:
             chosen = rng.choice(n, size=k, replace=False) if k < n else np.arange(n)
+        elif method == "coreset":
+            points = group_points(X[rows], records["latency"].to_numpy()[rows], COMPONENTS)
+            chosen = k_means_medoids(points, k, int(rng.integers(2**31)))
         else:
             latency = records["latency"].to_numpy()[rows]
-            points = X[rows]
-            spread = points.std(0)
-            points = (points - points.mean(0)) / np.where(spread > 0, spread, 1.0)
-            log_lat = np.log(latency)
-            log_lat = (log_lat - log_lat.mean()) / (log_lat.std() or 1.0)
-            # constant columns add nothing to distances; latency weighs as much as all features
-            points = np.hstack([points[:, spread > 0],
-                                log_lat[:, None] * math.sqrt(points.shape[1])])
             fastest = list(np.argsort(latency, kind="stable")[:max(1, round(fast_share * k))])
-            chosen = np.array(k_center_greedy(points, k, fastest))
+            chosen = np.array(k_center_greedy(group_points(X[rows], latency), k, fastest))
         kept.append(valid[rows[chosen]])
     return np.sort(np.concatenate(kept)) if kept else np.array([], dtype=int)
 
@@ -99,12 +123,7 @@ def calibration_order(dataset: Dataset, seed: int = 0) -> np.ndarray:
     X = build(dataset.select(positions), ["program"]).X.astype(float)
     per_task = []
     for _, rows in records.groupby("task_key", sort=True).indices.items():
-        points = X[rows]
-        spread = points.std(0)
-        points = (points - points.mean(0)) / np.where(spread > 0, spread, 1.0)
-        log_lat = np.log(records["latency"].to_numpy()[rows])
-        log_lat = (log_lat - log_lat.mean()) / (log_lat.std() or 1.0)
-        points = np.hstack([points[:, spread > 0], log_lat[:, None] * math.sqrt(points.shape[1])])
+        points = group_points(X[rows], records["latency"].to_numpy()[rows])
         start = [int(np.argmin(records["latency"].to_numpy()[rows]))]
         per_task.append(positions[rows[k_center_greedy(points, len(rows), start)]])
     tasks = np.random.default_rng(seed).permutation(len(per_task))

@@ -47,7 +47,7 @@ def _records(out):
     return path.read_bytes().splitlines() if path.exists() else []
 
 
-def test_killed_collection_resumes_without_loss_or_repeats(configs, tmp_path):
+def test_killed_collection_resumes_without_loss_or_repeats(configs, tmp_path, monkeypatch):
     out = tmp_path / "run"
     proc = subprocess.Popen(_collect(configs, out), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
@@ -75,6 +75,25 @@ def test_killed_collection_resumes_without_loss_or_repeats(configs, tmp_path):
     assert task["operator"] == "dense" and task["flops"] == 2 * 16 * 32 * 16
     assert task["network"] == "toy" and task["weight"] == 2
     assert "collect" in ds.manifest["commands"][0]["argv"]
+
+    # the finished task is listed under its plan, and a third run skips it without drawing
+    complete = json.loads((out / "metaschedule" / "complete.json").read_text())
+    (plan, tasks), = complete.items()
+    assert "programs=5 seed=0" in plan and "profiles=host-1t" in plan and len(tasks) == 1
+    from gbxfer.cli import main
+
+    class Drew(Exception):
+        pass
+
+    def draw(*args, **kwargs):
+        raise Drew
+
+    monkeypatch.setattr("gbxfer.tvm._collect.DesignSpace", draw)
+    args = _collect(configs, out)[3:]  # the CLI arguments after "-m gbxfer"
+    assert main(args) == 0
+    assert _records(out) == after and len(load_dataset(out / "dataset")) == 5
+    with pytest.raises(Drew):  # another seed is another plan: its programs are drawn
+        main(args + ["--seed", "1"])
 
 
 def _free_port():
@@ -227,3 +246,4 @@ def test_a_profile_of_another_machine_is_refused_before_measuring(configs, tmp_p
     err = capsys.readouterr().err
     assert "of the machine 'Some CPU (zen9)'" in err and "Traceback" not in err
     assert not (tmp_path / "o" / "metaschedule" / "other-1t").exists()
+

@@ -1,4 +1,4 @@
-"""Pruning keeps a covering, deterministic fraction of each group, fastest programs included."""
+"""Pruning keeps a representative, deterministic fraction of each group."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 
 from gbxfer import GbxferError
 from gbxfer.cli import main
-from gbxfer.pruning import k_center_greedy, prune, select
+from gbxfer.pruning import k_center_greedy, k_means_medoids, prune, select
 
 
 def test_k_center_greedy_picks_the_farthest_point_each_time():
@@ -14,7 +14,19 @@ def test_k_center_greedy_picks_the_farthest_point_each_time():
     assert k_center_greedy(points, 3, [0]) == [0, 2, 3]
 
 
-@pytest.mark.parametrize("method", ["coreset", "random"])
+def test_k_means_medoids_follow_the_density_where_k_center_follows_the_outliers():
+    rng = np.random.default_rng(0)
+    dense = rng.normal(0.0, 1.0, (180, 2))  # 90% of the points
+    angle = rng.uniform(0, 2 * np.pi, 20)
+    ring = np.c_[np.cos(angle), np.sin(angle)] * rng.uniform(5, 7, (20, 1))
+    points = np.vstack([dense, ring])
+    medoids = k_means_medoids(points, 20, seed=0)
+    assert len(set(medoids)) == 20 and list(k_means_medoids(points, 20, seed=0)) == list(medoids)
+    k_center = np.array(k_center_greedy(points, 20, [0]))
+    assert (medoids < 180).sum() >= 10 > (k_center < 180).sum()
+
+
+@pytest.mark.parametrize("method", ["coreset", "kcenter", "random"])
 def test_keeps_the_fraction_of_every_group_deterministically(ansor_a100_dataset, method):
     ds = ansor_a100_dataset
     kept = prune(ds, 0.25, method, seed=4)
@@ -27,9 +39,9 @@ def test_keeps_the_fraction_of_every_group_deterministically(ansor_a100_dataset,
     assert kept.records["valid"].all()
 
 
-def test_coreset_keeps_the_fastest_programs(ansor_a100_dataset):
+def test_kcenter_keeps_the_fastest_programs(ansor_a100_dataset):
     ds = ansor_a100_dataset
-    kept = set(prune(ds, 0.2, "coreset").records["record_id"])
+    kept = set(prune(ds, 0.2, "kcenter").records["record_id"])
     for _, g in ds.filter(valid=True).groups():
         assert g.loc[g["latency"].idxmin(), "record_id"] in kept
 

@@ -55,7 +55,8 @@ def add_parser(verbs, common):
 
 def run(args) -> int:
     try:
-        from ..tvm._collect import CollectPlan, Collector
+        from ..tvm._collect import Collector
+        from ..tvm._collect_plan import CollectPlan
     except ImportError as exc:
         raise GbxferError(f"gbxfer collect needs TVM: pip install 'gbxfer[tvm]' ({exc})") from None
     suite = load_suite(find_config("workloads", args.suite))

@@ -13,9 +13,10 @@ def add_parser(verbs, common):
     p = verbs.add_parser(
         "prune", parents=[common], help="keep a fraction of each task x hardware group",
         description="Select a fraction of every task x hardware group's valid records: "
-                    "'coreset' keeps the fastest programs and then covers the group in feature "
-                    "space (k-center greedy); 'random' draws uniformly. Deterministic given "
-                    "--seed.")
+                    "'coreset' clusters the group (program features and log latency, k-means "
+                    "with k = the records kept) and keeps the program nearest each cluster's "
+                    "centre; 'kcenter' keeps the fastest and then covers the group (k-center "
+                    "greedy); 'random' draws uniformly. Deterministic given --seed.")
     p.add_argument("dataset", type=input_path, metavar="DATASET")
     p.add_argument("--keep", type=keep_fraction, required=True, metavar="FRACTION",
                    help="0 < FRACTION <= 1 of every group's valid records")

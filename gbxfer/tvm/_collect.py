@@ -8,17 +8,21 @@ so that good programs are present). Programs are deduplicated by program id and 
 every profile given: profiles that share a target (thread variants of one ISA) share one build.
 Every draw is a deterministic function of (task, seed) and of the measurements already stored,
 so an interrupted collection, run again, draws the same programs and measures only those not
-yet in its database.
+yet in its database; tasks finished under the same plan are listed in
+``OUT/metaschedule/complete.json`` and skipped without drawing. The databases are the record:
+``OUT/dataset`` is rebuilt from them every ``write_every`` seconds (after a task) and at the end,
+and a run that is killed rebuilds it when run again.
 """
 from __future__ import annotations
 
-import dataclasses
+import collections
+import contextlib
 import functools
+import json
 import logging
 import os
 import shutil
 import time
-from pathlib import Path
 
 import numpy as np
 import orjson
@@ -30,86 +34,17 @@ from ..records.formats._metaschedule import FAILED_RUN_SECS
 from ..hardware.probe import host_machine
 from ..hardware.profiles import HardwareProfile
 from ..errors import GbxferError
+from ..manifests import write_file
 from ..records.targets import machine_identity
 from ..records.suite import Suite, Task
 from ._builder import local_builder
+from ._collect_plan import CollectPlan, make_runner
 from ._database import AppendOnlyDatabase
 from ._design_space import DesignSpace, replay_programs
 from ._json import to_python
 from ._task_modules import task_module
 
 log = logging.getLogger("gbxfer")
-
-
-@dataclasses.dataclass
-class CollectPlan:
-    """What to collect and how to measure it.
-
-    ``repeats`` runs of at least ``min_repeat_ms`` each give one program's costs (seconds); their
-    median is its latency. Timeouts are in seconds.
-    """
-
-    suite: Suite
-    profiles: list[HardwareProfile]
-    programs: int
-    out: Path
-    seed: int = 0
-    batch_size: int = 16
-    repeats: int = 3
-    min_repeat_ms: int = 40
-    build_timeout: float = 60.0
-    run_timeout: float = 20.0
-    build_workers: int = 1
-    rpc_tracker: str | None = None  # "HOST:PORT" of a TVM RPC tracker: measure on its devices
-    rpc_key: str | None = None  # "KEY", or "KEY1,KEY2,...": one device key per profile
-    evolutionary_share: float = 0.25  # of the programs: mutants of the best measured ones
-    n_parents: int = 4  # best random programs (on the first profile) that the mutants come from
-    replay: Dataset | None = None  # measure exactly this dataset's programs instead of sampling
-    replay_rounds: int = 1  # > 1: replay in rounds, each a next share of every task's programs
-    deadline: float | None = None  # time.time() after which no new batch starts
-    on_round: object = None  # called after each replay round (calibrate saves its state)
-    commands: list = dataclasses.field(default_factory=list)
-
-    def __post_init__(self):
-        keys = (self.rpc_key or "").split(",")
-        if len(keys) > 1 and (len(keys) != len(self.profiles) or not all(keys)):
-            raise GbxferError(f"--rpc-key: {len(keys)} keys for {len(self.profiles)} profiles: "
-                              "give one key for every profile, in order (or one for all)")
-
-    def device_key(self, profile: HardwareProfile) -> str:
-        """The RPC device key that measures ``profile`` (the i-th key the i-th profile)."""
-        keys = (self.rpc_key or "").split(",")
-        if len(keys) == 1:
-            return keys[0]
-        return keys[[p.name for p in self.profiles].index(profile.name)]
-
-
-def _set_threads(n: int) -> None:
-    os.environ["TVM_NUM_THREADS"] = str(n)
-
-
-def _keep_artifact() -> None:
-    """Runner clean-up that leaves the build for the next thread variant (gbxfer removes it)."""
-
-
-def make_runner(profile: HardwareProfile, plan: CollectPlan):
-    """A LocalRunner whose worker runs kernels on the profile's thread count, or an RPCRunner
-    that measures on a device of the plan's RPC tracker (its threads are the device's own)."""
-    from tvm.s_tir import meta_schedule as ms
-
-    config = ms.runner.EvaluatorConfig(number=1, repeat=plan.repeats,
-                                       min_repeat_ms=plan.min_repeat_ms,
-                                       enable_cpu_cache_flush=False)
-    if plan.rpc_tracker:
-        host, _, port = plan.rpc_tracker.rpartition(":")
-        rpc = ms.runner.RPCConfig(tracker_host=host, tracker_port=int(port),
-                                  tracker_key=plan.device_key(profile),
-                                  session_timeout_sec=int(plan.run_timeout))
-        return ms.runner.RPCRunner(rpc_config=rpc, evaluator_config=config, max_workers=1)
-    _set_threads(profile.threads)  # read when the runner's worker starts
-    return ms.runner.LocalRunner(timeout_sec=plan.run_timeout, evaluator_config=config,
-                                 initializer=functools.partial(_set_threads, profile.threads),
-                                 f_cleanup=_keep_artifact)
 
 
 def _target_key(profile: HardwareProfile) -> str:
@@ -130,7 +65,49 @@ class Collector:
         self.runners = runners or {p.name: make_runner(p, plan) for p in plan.profiles}
         self.builder = local_builder(plan.build_workers, plan.build_timeout)
         self.stats = {"measured": 0, "failed": 0, "timeouts": 0, "skipped_done": 0}
+        self.seconds = collections.Counter()  # where the time goes: sample, build, run, ...
         self._last_load_warning = 0.0
+        self._written = (-1, 0.0)  # (programs measured, time) at the last dataset write
+        self._complete_path = plan.out / "metaschedule" / "complete.json"
+
+    @contextlib.contextmanager
+    def _timed(self, phase: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[phase] += time.perf_counter() - start
+
+    @property
+    def plan_key(self) -> str:
+        """What makes two runs draw the same programs: a task finished under one is finished
+        under the other."""
+        p = self.plan
+        return (f"programs={p.programs} seed={p.seed} evolutionary_share={p.evolutionary_share}"
+                f" n_parents={p.n_parents} profiles={'+'.join(x.name for x in p.profiles)}")
+
+    def _complete(self) -> dict:
+        try:
+            return json.loads(self._complete_path.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def _mark_complete(self, key: str) -> None:
+        done = self._complete()
+        done[self.plan_key] = sorted(set(done.get(self.plan_key, [])) | {key})
+        write_file(self._complete_path, lambda tmp: tmp.write_text(json.dumps(done, indent=1)))
+
+    def _maybe_write(self, final: bool = False):
+        """Rebuild OUT/dataset when programs were measured since the last rebuild and
+        ``write_every`` seconds have passed (at the end: whenever anything changed)."""
+        measured, at = self._written
+        if measured == self.stats["measured"] or (
+                not final and time.time() - at < self.plan.write_every):
+            return None
+        with self._timed("write dataset"):
+            dataset = self.write_dataset()
+        self._written = (self.stats["measured"], time.time())
+        return dataset
 
     def run(self, progress: bool = True) -> Dataset:
         plan = self.plan
@@ -153,18 +130,19 @@ class Collector:
                     if self.out_of_time():
                         break
                     self._collect_task(task, bar, part)
-                    if rounds == 1:  # after every task: an interruption loses little
-                        dataset = self.write_dataset()
-                if rounds > 1:  # (the databases are appended as each program is measured)
-                    dataset = self.write_dataset()
+                    if rounds == 1:  # (the databases are appended as each program is measured)
+                        dataset = self._maybe_write() or dataset
+                if rounds > 1:
+                    dataset = self._maybe_write(final=True) or dataset
                     if plan.on_round is not None:
                         plan.on_round()
-        if dataset is None:
-            dataset = self.write_dataset()
+        dataset = self._maybe_write(final=True) or dataset  # at least once in every run
         elapsed = time.time() - start
         log.info("collect: %d measured (%d failed, %d timeouts), %d already done, in %.0f s",
                  self.stats["measured"], self.stats["failed"], self.stats["timeouts"],
                  self.stats["skipped_done"], elapsed)
+        log.info("collect time: %s", ", ".join(f"{phase} {sec:.0f} s" for phase, sec in
+                                               sorted(self.seconds.items())))
         return dataset
 
     def out_of_time(self) -> bool:
@@ -196,9 +174,15 @@ class Collector:
             share = share[~skipped]
             self._measure(key, args_info, replay_programs(mod, key, share["program"]), bar)
             return
+        if key in self._complete().get(self.plan_key, ()):
+            n = plan.programs * len(plan.profiles)
+            self.stats["skipped_done"] += n
+            bar.update(n)
+            return
         n_evolved = round(plan.programs * plan.evolutionary_share)
-        space = DesignSpace(mod, self.targets[_target_key(first)], key, plan.seed)
-        candidates = space.random(plan.programs - n_evolved)
+        with self._timed("sample"):
+            space = DesignSpace(mod, self.targets[_target_key(first)], key, plan.seed)
+            candidates = space.random(plan.programs - n_evolved)
         self._measure(key, args_info, candidates, bar)
         if n_evolved:
             measured = self.databases[first.name].latency.get(key, {})
@@ -206,13 +190,16 @@ class Collector:
                             for i, c in enumerate(candidates))
             parents = [candidates[i].schedule.trace for cost, i in ranked[:plan.n_parents]
                        if cost < float("inf")]
-            mutants = space.mutants(parents, n_evolved, {c.program_id for c in candidates})
+            with self._timed("sample"):
+                mutants = space.mutants(parents, n_evolved, {c.program_id for c in candidates})
             self._measure(key, args_info, mutants, bar)
             candidates += mutants
         if len(candidates) < plan.programs:
             log.warning("%s: its design space gave %d distinct programs, not %d", task.name,
                         len(candidates), plan.programs)
             bar.update((plan.programs - len(candidates)) * len(plan.profiles))
+        if not self.out_of_time():
+            self._mark_complete(key)
 
     def _measure(self, key, args_info, candidates, bar) -> None:
         """Measure on every profile each candidate not yet measured there."""
@@ -243,8 +230,9 @@ class Collector:
             target = self.targets[tkey]
             unique = [c for c in {c.program_id: c for c, _ in pairs}.values()
                       if c.schedule is not None]
-            built = self.builder.build([ms.builder.BuilderInput(c.schedule.mod, target)
-                                        for c in unique]) if unique else []
+            with self._timed("build"):
+                built = self.builder.build([ms.builder.BuilderInput(c.schedule.mod, target)
+                                            for c in unique]) if unique else []
             artifacts = {c.program_id: b for c, b in zip(unique, built)}
             jobs = []
             for name in dict.fromkeys(p.name for _, p in pairs):
@@ -275,7 +263,8 @@ class Collector:
     def _record(self, key, args_info, target, artifacts, profile, candidates, futures, bar):
         """Wait for ``futures`` and append every candidate's costs (or failure) to the
         profile's database."""
-        results = {pid: f.result() for pid, f in futures.items()}
+        with self._timed("run"):
+            results = {pid: f.result() for pid, f in futures.items()}
         db = self.databases[profile.name]
         target_json = to_python(target.export())
         args_json = [to_python(a.as_json()) for a in args_info]

@@ -24,7 +24,7 @@ from ..records.formats._metaschedule import run_latency
 from ..hardware.profiles import HardwareProfile
 from ..records.suite import Task
 from ._builder import local_builder
-from ._collect import CollectPlan, make_runner
+from ._collect_plan import CollectPlan, make_runner
 from ._logging import metaschedule_logging
 from ._task_modules import task_module
 

@@ -1,0 +1,84 @@
+"""What ``gbxfer collect`` measures and how: the plan, and the runner that measures a profile."""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+from pathlib import Path
+
+from ..errors import GbxferError
+from ..hardware.profiles import HardwareProfile
+from ..records.dataset import Dataset
+from ..records.suite import Suite
+
+
+@dataclasses.dataclass
+class CollectPlan:
+    """What to collect and how to measure it.
+
+    ``repeats`` runs of at least ``min_repeat_ms`` each give one program's costs (seconds); their
+    median is its latency. Timeouts are in seconds.
+    """
+
+    suite: Suite
+    profiles: list[HardwareProfile]
+    programs: int
+    out: Path
+    seed: int = 0
+    batch_size: int = 16
+    repeats: int = 3
+    min_repeat_ms: int = 40
+    build_timeout: float = 60.0
+    run_timeout: float = 20.0
+    build_workers: int = 1
+    rpc_tracker: str | None = None  # "HOST:PORT" of a TVM RPC tracker: measure on its devices
+    rpc_key: str | None = None  # "KEY", or "KEY1,KEY2,...": one device key per profile
+    evolutionary_share: float = 0.25  # of the programs: mutants of the best measured ones
+    n_parents: int = 4  # best random programs (on the first profile) that the mutants come from
+    replay: Dataset | None = None  # measure exactly this dataset's programs instead of sampling
+    replay_rounds: int = 1  # > 1: replay in rounds, each a next share of every task's programs
+    deadline: float | None = None  # time.time() after which no new batch starts
+    on_round: object = None  # called after each replay round (calibrate saves its state)
+    write_every: float = 300.0  # seconds between rebuilds of OUT/dataset (and one at the end)
+    commands: list = dataclasses.field(default_factory=list)
+
+    def __post_init__(self):
+        keys = (self.rpc_key or "").split(",")
+        if len(keys) > 1 and (len(keys) != len(self.profiles) or not all(keys)):
+            raise GbxferError(f"--rpc-key: {len(keys)} keys for {len(self.profiles)} profiles: "
+                              "give one key for every profile, in order (or one for all)")
+
+    def device_key(self, profile: HardwareProfile) -> str:
+        """The RPC device key that measures ``profile`` (the i-th key the i-th profile)."""
+        keys = (self.rpc_key or "").split(",")
+        if len(keys) == 1:
+            return keys[0]
+        return keys[[p.name for p in self.profiles].index(profile.name)]
+
+
+def _set_threads(n: int) -> None:
+    os.environ["TVM_NUM_THREADS"] = str(n)
+
+
+def _keep_artifact() -> None:
+    """Runner clean-up that leaves the build for the next thread variant (gbxfer removes it)."""
+
+
+def make_runner(profile: HardwareProfile, plan: CollectPlan):
+    """A LocalRunner whose worker runs kernels on the profile's thread count, or an RPCRunner
+    that measures on a device of the plan's RPC tracker (its threads are the device's own)."""
+    from tvm.s_tir import meta_schedule as ms
+
+    config = ms.runner.EvaluatorConfig(number=1, repeat=plan.repeats,
+                                       min_repeat_ms=plan.min_repeat_ms,
+                                       enable_cpu_cache_flush=False)
+    if plan.rpc_tracker:
+        host, _, port = plan.rpc_tracker.rpartition(":")
+        rpc = ms.runner.RPCConfig(tracker_host=host, tracker_port=int(port),
+                                  tracker_key=plan.device_key(profile),
+                                  session_timeout_sec=int(plan.run_timeout))
+        return ms.runner.RPCRunner(rpc_config=rpc, evaluator_config=config, max_workers=1)
+    _set_threads(profile.threads)  # read when the runner's worker starts
+    return ms.runner.LocalRunner(timeout_sec=plan.run_timeout, evaluator_config=config,
+                                 initializer=functools.partial(_set_threads, profile.threads),
+                                 f_cleanup=_keep_artifact)
