@@ -107,6 +107,7 @@ class Collector:
         with self._timed("write dataset"):
             dataset = self.write_dataset()
         self._written = (self.stats["measured"], time.time())
+        self._log_time()
         return dataset
 
     def run(self, progress: bool = True) -> Dataset:
@@ -141,9 +142,13 @@ class Collector:
         log.info("collect: %d measured (%d failed, %d timeouts), %d already done, in %.0f s",
                  self.stats["measured"], self.stats["failed"], self.stats["timeouts"],
                  self.stats["skipped_done"], elapsed)
-        log.info("collect time: %s", ", ".join(f"{phase} {sec:.0f} s" for phase, sec in
-                                               sorted(self.seconds.items())))
+        self._log_time()
         return dataset
+
+    def _log_time(self) -> None:
+        log.info("collect time: %s (%d programs measured)",
+                 ", ".join(f"{phase} {sec:.0f} s" for phase, sec in sorted(self.seconds.items())),
+                 self.stats["measured"])
 
     def out_of_time(self) -> bool:
         return self.plan.deadline is not None and time.time() >= self.plan.deadline
