@@ -4,25 +4,29 @@ Each group's programs are points: standardised program features (projected on th
 principal components) and log latency, weighted as much as all features together.
 ``coreset``: k-means with k = the programs to keep, and of each cluster the program nearest its
 centre: the kept set follows where the group's programs are dense (as the programs a model is
-later asked to rank are) while near-duplicates share one representative. ``kcenter``: the
-fastest programs first (a ``fast_share`` of the budget), then k-center greedy — each pick the
-program farthest from those kept; it covers the extremes and over-represents outliers, and
-ranks below random on the A100 database (scripts/bench_pruning.py). ``random``: a uniform draw
-per group. All keep at least ``min_per_group`` programs of every group, are deterministic given
-the seed, and select among valid records only (failed measurements are not training data).
+later asked to rank are) while near-duplicates share one representative; a group larger than
+``CHUNK`` is clustered in latency-ordered chunks, so that the cost grows linearly with its size.
+``kcenter``: the fastest programs first (a ``fast_share`` of the budget), then k-center greedy,
+each pick the program farthest from those kept: it covers the extremes, over-represents
+outliers, and ranks below random on the A100 database (scripts/bench_pruning.py). ``random``: a
+uniform draw per group. All keep at least ``min_per_group`` programs of every group, are
+deterministic given the seed, and select among valid records only (failed measurements are not
+training data).
 """
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
 from .records.dataset import Dataset
 from .errors import GbxferError
-from .features import build
+from .features import build, workload_block
 
 METHODS = ("coreset", "kcenter", "random")
 COMPONENTS = 32
+CHUNK = 1024  # k-means runs on latency-ordered chunks of at most this many programs
 
 
 def k_center_greedy(points: np.ndarray, k: int, start: list[int]) -> list[int]:
@@ -61,14 +65,37 @@ def group_points(X: np.ndarray, latency: np.ndarray, components: int | None = No
 
 
 def k_means_medoids(points: np.ndarray, k: int, seed: int) -> np.ndarray:
-    """Indices of ``k`` points: k-means clusters, and of each the point nearest its centre."""
+    """Indices of ``k`` points: k-means clusters, and of each the point nearest its centre.
+    The clustering starts from k-means++ seeds (each next seed drawn with probability
+    proportional to its squared distance from those before), which spread the clusters over the
+    feature space: started from seeds evenly spaced in latency instead, the kept programs rank
+    no better than random ones (scripts/bench_pruning.py)."""
     from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
 
-    km = KMeans(k, n_init=1, max_iter=100, random_state=seed).fit(points)
+    with warnings.catch_warnings():  # duplicate points: fewer distinct clusters than k
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        km = KMeans(k, init=k_means_plus_plus(points, k, seed), n_init=1, max_iter=100,
+                    random_state=seed).fit(points)
     distance = ((points - km.cluster_centers_[km.labels_]) ** 2).sum(1)
     order = np.lexsort((distance, km.labels_))  # by cluster, nearest first
     first = np.r_[True, km.labels_[order][1:] != km.labels_[order][:-1]]
     return np.sort(order[first])
+
+
+def k_means_plus_plus(points: np.ndarray, k: int, seed: int) -> np.ndarray:
+    """``k`` seed points for k-means (Arthur and Vassilvitskii's k-means++, one draw per seed)."""
+    rng = np.random.default_rng(seed)
+    chosen = [int(rng.integers(len(points)))]
+    distance = ((points - points[chosen[0]]) ** 2).sum(1)
+    for u in rng.random(k - 1):
+        total = np.cumsum(distance)
+        pick = int(np.searchsorted(total, u * total[-1], side="right")) if total[-1] > 0 else \
+            int(rng.integers(len(points)))
+        pick = min(pick, len(points) - 1)
+        chosen.append(pick)
+        distance = np.minimum(distance, ((points - points[pick]) ** 2).sum(1))
+    return points[chosen]
 
 
 def select(dataset: Dataset, keep: float, method: str = "coreset", seed: int = 0,
@@ -90,14 +117,40 @@ def select(dataset: Dataset, keep: float, method: str = "coreset", seed: int = 0
         if method == "random" or k == n:
             chosen = rng.choice(n, size=k, replace=False) if k < n else np.arange(n)
         elif method == "coreset":
-            points = group_points(X[rows], records["latency"].to_numpy()[rows], COMPONENTS)
-            chosen = k_means_medoids(points, k, int(rng.integers(2**31)))
+            latency = records["latency"].to_numpy()[rows]
+            points = group_points(X[rows], latency, COMPONENTS)
+            chunks = np.array_split(np.argsort(latency, kind="stable"), math.ceil(n / CHUNK))
+            shares = np.diff(np.round(np.linspace(0, k, len(chunks) + 1))).astype(int)
+            chosen = np.concatenate([
+                chunk[k_means_medoids(points[chunk], int(m), int(rng.integers(2**31)))]
+                for chunk, m in zip(chunks, shares) if m])
         else:
             latency = records["latency"].to_numpy()[rows]
             fastest = list(np.argsort(latency, kind="stable")[:max(1, round(fast_share * k))])
             chosen = np.array(k_center_greedy(group_points(X[rows], latency), k, fastest))
         kept.append(valid[rows[chosen]])
     return np.sort(np.concatenate(kept)) if kept else np.array([], dtype=int)
+
+
+def select_tasks(dataset: Dataset, n: int, method: str = "coreset", seed: int = 0) -> list[str]:
+    """``n`` of the dataset's tasks with valid records, as task keys: ``coreset``, the k-means
+    medoids of their standardised workload features (operator kind, shapes, FLOPs, bytes), so
+    that the tasks chosen spread over the kinds and sizes of work; ``random``, a uniform draw.
+    Which tasks to train on, or to collect, first."""
+    if method not in ("coreset", "random"):
+        raise GbxferError(f"unknown task selection method {method!r}; methods: coreset, random")
+    keys = np.array(sorted(dataset.records.loc[dataset.records["valid"], "task_key"].unique()))
+    if n >= len(keys):
+        return list(keys)
+    if method == "random":
+        return list(keys[np.sort(np.random.default_rng(seed).choice(len(keys), n, replace=False))])
+    tasks = dataset.tasks.drop_duplicates("task_key").set_index("task_key").loc[keys].reset_index()
+    X, _ = workload_block(tasks[["task_key"]], tasks)
+    X = X.astype(float)
+    spread = np.nanstd(X, axis=0)
+    keep = spread > 0
+    points = np.nan_to_num((X[:, keep] - np.nanmean(X[:, keep], axis=0)) / spread[keep])
+    return list(keys[k_means_medoids(points, n, seed)])
 
 
 def prune(dataset: Dataset, keep: float, method: str = "coreset", seed: int = 0,

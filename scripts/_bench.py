@@ -48,10 +48,14 @@ SPEED_SOURCES = (SHARED / "bennu-ansor", SHARED / "bennu-metaschedule-a100-resne
 
 
 def speed_records(dataset, shared_sources=SPEED_SOURCES, seed=0, size=100_000):
-    """``size`` valid records resampled (with the seed) from ``dataset`` merged with the shared
-    third-party data, and how many distinct records they were drawn from."""
+    """``size`` valid records resampled (with the seed, with replacement when there are fewer)
+    from ``dataset`` merged with the shared third-party data, and how many distinct records
+    they were drawn from."""
     parts = [dataset] + [ingest([s]) for s in shared_sources if s.exists()]
     merged = Dataset.concat(parts).filter(valid=True)
     rows = np.random.default_rng(seed).choice(len(merged), size=size,
                                               replace=len(merged) < size)
-    return merged.select(np.sort(rows)), len(merged)
+    sampled = merged.select(np.sort(rows))
+    ids = sampled.records["record_id"]  # a record drawn twice is two records: ids stay unique
+    sampled.records["record_id"] = ids + "-" + ids.groupby(ids).cumcount().astype(str)
+    return sampled, len(merged)

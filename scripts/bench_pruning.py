@@ -1,12 +1,27 @@
-"""Pruning: ranking quality against the kept fraction, coreset vs random (by-task split).
+"""Pruning: ranking quality against the kept fraction, coreset vs k-center vs random, paired.
 
-    python scripts/bench_pruning.py [--dataset bundled] [--seeds 5] [--speed-only]
+    python scripts/bench_pruning.py [--dataset a100] [--config default] [--seeds 0,1,2,3,4]
+    python scripts/bench_pruning.py --tasks [--dataset bundled]   # which tasks to collect first
+    python scripts/bench_pruning.py --speed-only [--size 1000000]
 
-For each seed: a by-task split (test fraction 0.3); the training part pruned to each kept
-fraction by each method; a default model trained on it and evaluated on the full test part.
-Targets: keeping <= 40% loses <= 1 point of PCA (mean); coreset above random at every
-fraction <= 50%. Speed: pruning the model benchmark's 100,000 resampled records (bundled +
-shared third-party data) to 40%, target under a minute. Results: scripts/results/bench_pruning.{json,csv,png}.
+Records (default): for each seed, a within-task split (test fraction 0.3); the training part
+pruned to each kept fraction by each method (coreset, kcenter, random; the same seed), a model
+trained on it and evaluated on the whole test part; the full training part is the reference.
+Reported: mean PCA / top-1 / top-5 with 95% CIs, and the paired differences (same seed, same
+split) to random and to the full training part. Targets (issue 20): on the A100 database, <= 40%
+kept at <= 1 point mean PCA loss; coreset's paired mean above random at 10/20/30/50%, the CI
+excluding 0 at two or more.
+
+Tasks (--tasks): for each seed, a by-task split (test fraction 0.3); n = 4, 8, 16 of the training
+tasks chosen by coreset (k-means medoids over workload features) or at random; a model trained
+on all their records, evaluated on the held-out tasks; paired as above.
+
+Speed: pruning a resampled dataset of --size records (bundled + the shared third-party data),
+program features included, per method; target 1,000,000 records in under 120 s on 2 cores.
+
+Datasets: bundled, a100 (the older-TVM MetaSchedule database), ansor-x86, ansor-a100,
+ansor-rtx3080 (Ansor logs), or a dataset path. Results: scripts/results/NAME.{json,csv,png}
+(NAME: bench_pruning_<dataset>[_<config>], bench_pruning_tasks, bench_pruning_speed).
 """
 from __future__ import annotations
 
@@ -14,102 +29,167 @@ import argparse
 import time
 
 import numpy as np
+from _bench import SHARED, ci95, speed_records
 from _results import RESULTS, print_table, write_results
-from _bench import ci95, speed_records
 
-from gbxfer import SplitSpec, load_dataset
+from gbxfer import SplitSpec, ingest, load_dataset
 from gbxfer.model import load_model_config
-from gbxfer.pruning import prune
-from gbxfer.training import evaluate, train
+from gbxfer.pruning import prune, select_tasks
+from gbxfer.training import evaluate, train, training_part
 
-FRACTIONS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0)
+FRACTIONS = (0.1, 0.2, 0.3, 0.4, 0.5)
+METHODS = ("coreset", "kcenter", "random")
+TASK_COUNTS = (4, 8, 16)
+SOURCES = {"a100": SHARED / "bennu-metaschedule-a100-resnet34",
+           "ansor-x86": SHARED / "bennu-ansor" / "cpu_x86",
+           "ansor-a100": SHARED / "bennu-ansor" / "gpu_a100",
+           "ansor-rtx3080": SHARED / "bennu-ansor" / "gpu_rtx3080"}
+METRICS = ("pca", "top1", "top5")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", default="bundled")
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--speed-only", action="store_true",
-                        help="only time pruning 100,000 records")
-    args = parser.parse_args()
-    dataset = load_dataset(args.dataset)
-    speed = prune_speed(dataset)
-    print("speed:", speed)
-    if args.speed_only:
-        return
-    config = load_model_config(None)
-    results = {}
-    for seed in range(args.seeds):
-        split = SplitSpec("by-task", 0.3, seed)
-        for method in ("coreset", "random"):
-            for keep in FRACTIONS:
-                if keep == 1.0 and method == "random":
-                    results[(method, keep, seed)] = results[("coreset", keep, seed)]
-                    continue
-                start = time.perf_counter()
-                pruned = dataset if keep == 1.0 else prune(dataset, keep, method, seed)
-                report = evaluate(train(pruned, config, split, seed=seed), dataset)
-                report["seconds"] = time.perf_counter() - start
-                results[(method, keep, seed)] = report
-                print(seed, method, keep, round(report["pca"], 4), round(report["top5"], 4),
-                      flush=True)
-    rows = []
-    for method in ("coreset", "random"):
+def load(name):
+    return ingest([SOURCES[name]]) if name in SOURCES else load_dataset(name)
+
+
+def paired(a: list, b: list) -> tuple[float, float]:
+    return ci95(np.asarray(a) - np.asarray(b))
+
+
+def records_rows(dataset, config, seeds) -> tuple[list[dict], dict]:
+    runs = {}  # (method, keep, seed) -> report
+    for seed in seeds:
+        split = SplitSpec("within-task", 0.3, seed)
+        part = training_part(dataset, split)
+        runs[("full", 1.0, seed)] = evaluate(train(part, config, split, seed=seed), dataset)
         for keep in FRACTIONS:
-            reps = [results[(method, keep, s)] for s in range(args.seeds)]
-            row = {"method": method, "keep": keep, "seeds": len(reps)}
-            for metric in ("pca", "top1", "top5"):
-                row[metric], row[f"{metric}_ci"] = (round(v, 4) for v in
-                                                    ci95([r[metric] for r in reps]))
-            row["random_top5"] = round(float(np.mean([r["random_top5"] for r in reps])), 4)
-            row["n_test_groups"] = reps[0]["n_groups"]
-            rows.append(row)
-    print_table(rows)
-    full = next(r["pca"] for r in rows if r["keep"] == 1.0)
-    at40 = next(r["pca"] for r in rows if r["keep"] == 0.4 and r["method"] == "coreset")
-    above = all(c["pca"] > r["pca"] for c in rows for r in rows
-                if c["method"] == "coreset" and r["method"] == "random"
-                and c["keep"] == r["keep"] <= 0.5)
-    print(f"\ncoreset at 40%: PCA {at40:.4f} vs {full:.4f} with all data "
-          f"({100 * (at40 - full):+.2f} points); coreset above random at every fraction <= 50%: "
-          f"{above}")
-    plot(rows)
-    write_results("bench_pruning", rows, dataset=args.dataset,
-                  summary={"pca_full": full, "pca_coreset_40": at40,
-                           "coreset_above_random_le_50": above}, speed=speed)
+            for method in METHODS:
+                pruned = prune(part, keep, method, seed)
+                runs[(method, keep, seed)] = evaluate(train(pruned, config, split, seed=seed),
+                                                      dataset)
+                print(seed, method, keep, round(runs[(method, keep, seed)]["pca"], 4),
+                      "full", round(runs[("full", 1.0, seed)]["pca"], 4), flush=True)
+    rows = []
+    for method, keep in [("full", 1.0)] + [(m, k) for k in FRACTIONS for m in METHODS]:
+        reps = [runs[(method, keep, s)] for s in seeds]
+        row = {"method": method, "keep": keep, "seeds": len(seeds)}
+        for metric in METRICS:
+            row[metric], row[f"{metric}_ci"] = (round(v, 4) for v in
+                                                ci95([r[metric] for r in reps]))
+        full = [runs[("full", 1.0, s)]["pca"] for s in seeds]
+        random = [runs[("random", keep, s)]["pca"] for s in seeds] if keep < 1 else full
+        pca = [r["pca"] for r in reps]
+        row["d_pca_full"], row["d_pca_full_ci"] = (round(v, 4) for v in paired(pca, full))
+        row["d_pca_random"], row["d_pca_random_ci"] = (round(v, 4) for v in paired(pca, random))
+        row["n_test_groups"] = reps[0]["n_groups"]
+        rows.append(row)
+    coreset = [r for r in rows if r["method"] == "coreset"]
+    summary = {
+        "smallest_keep_within_1_point": min((r["keep"] for r in coreset
+                                             if r["d_pca_full"] >= -0.01), default=None),
+        "coreset_above_random_at": [r["keep"] for r in coreset if r["d_pca_random"] > 0],
+        "coreset_above_random_ci_excludes_0_at": [
+            r["keep"] for r in coreset if r["d_pca_random"] - r["d_pca_random_ci"] > 0],
+    }
+    return rows, summary
 
 
-def prune_speed(dataset, keep=0.4) -> dict:
-    """Seconds to prune 100,000 resampled records (features included), per method."""
-    records, distinct = speed_records(dataset)
-    out = {"records": len(records), "distinct_records": distinct, "keep": keep}
+def task_rows(dataset, config, seeds) -> tuple[list[dict], dict]:
+    runs = {}
+    for seed in seeds:
+        split = SplitSpec("by-task", 0.3, seed)
+        part = training_part(dataset, split)
+        runs[("all", 0, seed)] = evaluate(train(part, config, split, seed=seed), dataset)
+        for n in TASK_COUNTS:
+            for method in ("coreset", "random"):
+                tasks = select_tasks(part, n, method, seed)
+                chosen = part.filter(task=list(tasks))
+                runs[(method, n, seed)] = evaluate(train(chosen, config, split, seed=seed),
+                                                   dataset)
+                print(seed, method, n, round(runs[(method, n, seed)]["pca"], 4), flush=True)
+    rows = []
+    for method, n in [("all", 0)] + [(m, n) for n in TASK_COUNTS for m in ("coreset", "random")]:
+        reps = [runs[(method, n, s)] for s in seeds]
+        row = {"method": method, "train_tasks": n or "all", "seeds": len(seeds)}
+        for metric in METRICS:
+            row[metric], row[f"{metric}_ci"] = (round(v, 4) for v in
+                                                ci95([r[metric] for r in reps]))
+        if n:
+            random = [runs[("random", n, s)]["pca"] for s in seeds]
+            row["d_pca_random"], row["d_pca_random_ci"] = (
+                round(v, 4) for v in paired([r["pca"] for r in reps], random))
+        rows.append(row)
+    return rows, {"coreset_above_random_at": [
+        r["train_tasks"] for r in rows if r["method"] == "coreset" and r["d_pca_random"] > 0]}
+
+
+def prune_speed(dataset, size: int, keep=0.4) -> list[dict]:
+    """Seconds to prune ``size`` resampled records (program features included), per method."""
+    records, distinct = speed_records(dataset, size=size)
+    rows = []
     for method in ("coreset", "random"):
         start = time.perf_counter()
         kept = prune(records, keep, method, seed=0)
-        out[f"{method}_seconds"] = round(time.perf_counter() - start, 2)
-        out[f"{method}_kept"] = len(kept)
-    return out
+        rows.append({"method": method, "records": len(records), "distinct_records": distinct,
+                     "keep": keep, "kept": len(kept),
+                     "seconds": round(time.perf_counter() - start, 1)})
+        print(rows[-1], flush=True)
+    return rows
 
 
-def plot(rows):
+def plot(rows, name, title):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    full = next(r for r in rows if r["method"] == "full")
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for ax, metric in zip(axes, ("pca", "top5")):
-        for method in ("coreset", "random"):
+    for ax, metric in zip(axes, ("pca", "top1")):
+        for method in METHODS:
             sel = [r for r in rows if r["method"] == method]
             ax.errorbar([r["keep"] for r in sel], [r[metric] for r in sel],
                         yerr=[r[f"{metric}_ci"] for r in sel], label=method, capsize=3,
                         marker="o")
-        ax.set_xlabel("kept fraction of the training data")
-        ax.set_ylabel(metric)
+        ax.axhline(full[metric], color="grey", linestyle="--", label="all training data")
+        ax.set_xlabel("kept fraction of the training part")
+        ax.set_ylabel(f"{metric} (within-task test part)")
         ax.legend()
+    fig.suptitle(title)
     fig.tight_layout()
     RESULTS.mkdir(exist_ok=True)
-    fig.savefig(RESULTS / "bench_pruning.png", dpi=120)
+    fig.savefig(RESULTS / f"{name}.png", dpi=120)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default=None)
+    parser.add_argument("--config", default=None, help="model config (default: the default)")
+    parser.add_argument("--seeds", default="0,1,2,3,4")
+    parser.add_argument("--tasks", action="store_true", help="task-level coreset (bundled)")
+    parser.add_argument("--speed-only", action="store_true")
+    parser.add_argument("--size", type=int, default=1_000_000)
+    args = parser.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")]
+    config = load_model_config(args.config)
+    if args.speed_only:
+        rows = prune_speed(load_dataset("bundled"), args.size)
+        print_table(rows)
+        write_results("bench_pruning_speed", rows, size=args.size)
+        return
+    name = args.dataset or ("bundled" if args.tasks else "a100")
+    dataset = load(name)
+    suffix = f"_{args.config}" if args.config else ""
+    if args.tasks:
+        rows, summary = task_rows(dataset, config, seeds)
+        out = f"bench_pruning_tasks{suffix}"
+    else:
+        rows, summary = records_rows(dataset, config, seeds)
+        out = f"bench_pruning_{name.replace('/', '_')}{suffix}"
+        plot(rows, out, f"{name}, {args.config or 'default'} model, {len(seeds)} seeds")
+    print_table(rows)
+    print(summary)
+    write_results(out, rows, dataset=name, config=args.config or "default", seeds=seeds,
+                  summary=summary)
 
 
 if __name__ == "__main__":

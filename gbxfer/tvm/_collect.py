@@ -243,8 +243,9 @@ class Collector:
             for name in dict.fromkeys(p.name for _, p in pairs):
                 profile = next(p for _, p in pairs if p.name == name)
                 mine = [c for c, p in pairs if p.name == name]
-                jobs.append((profile, mine, self._submit(profile, target, mine, artifacts,
-                                                         args_info)))
+                with self._timed("run"):  # a local runner runs here, an RPC one starts
+                    futures = self._submit(profile, target, mine, artifacts, args_info)
+                jobs.append((profile, mine, futures))
                 if not self.plan.rpc_tracker:  # one profile at a time on this machine
                     self._record(key, args_info, target, artifacts, *jobs.pop(), bar)
             for job in jobs:  # the devices of an RPC tracker measure at once
