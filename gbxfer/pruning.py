@@ -133,24 +133,31 @@ def select(dataset: Dataset, keep: float, method: str = "coreset", seed: int = 0
 
 
 def select_tasks(dataset: Dataset, n: int, method: str = "coreset", seed: int = 0) -> list[str]:
-    """``n`` of the dataset's tasks with valid records, as task keys: ``coreset``, the k-means
-    medoids of their standardised workload features (operator kind, shapes, FLOPs, bytes), so
-    that the tasks chosen spread over the kinds and sizes of work; ``random``, a uniform draw.
-    Which tasks to train on, or to collect, first."""
+    """``n`` of the dataset's tasks with valid records, as task keys (see :func:`task_coreset`;
+    ``random``: a uniform draw). Which tasks to train on first."""
     if method not in ("coreset", "random"):
         raise GbxferError(f"unknown task selection method {method!r}; methods: coreset, random")
-    keys = np.array(sorted(dataset.records.loc[dataset.records["valid"], "task_key"].unique()))
+    keys = sorted(dataset.records.loc[dataset.records["valid"], "task_key"].unique())
+    if method == "random" or n >= len(keys):
+        draw = np.random.default_rng(seed).choice(len(keys), min(n, len(keys)), replace=False)
+        return [keys[i] for i in np.sort(draw)]
+    tasks = dataset.tasks.drop_duplicates("task_key").set_index("task_key").loc[keys]
+    return task_coreset(tasks.reset_index(), n, seed)
+
+
+def task_coreset(tasks, n: int, seed: int = 0) -> list[str]:
+    """``n`` task keys of a tasks table (``task_key``, ``operator``, ``args``, ``flops``): the
+    k-means medoids of the tasks' standardised workload features (operator kind, shapes, FLOPs,
+    bytes), so that the tasks chosen spread over the kinds and sizes of work."""
+    keys = list(tasks["task_key"])
     if n >= len(keys):
-        return list(keys)
-    if method == "random":
-        return list(keys[np.sort(np.random.default_rng(seed).choice(len(keys), n, replace=False))])
-    tasks = dataset.tasks.drop_duplicates("task_key").set_index("task_key").loc[keys].reset_index()
+        return keys
     X, _ = workload_block(tasks[["task_key"]], tasks)
     X = X.astype(float)
     spread = np.nanstd(X, axis=0)
     keep = spread > 0
     points = np.nan_to_num((X[:, keep] - np.nanmean(X[:, keep], axis=0)) / spread[keep])
-    return list(keys[k_means_medoids(points, n, seed)])
+    return [keys[i] for i in k_means_medoids(points, n, seed)]
 
 
 def prune(dataset: Dataset, keep: float, method: str = "coreset", seed: int = 0,

@@ -286,7 +286,8 @@ def test_evaluate_on_the_model_hardware_does_not_warn(model, small, capsys):
 
 @pytest.mark.parametrize("verb", ["ingest", "info", "collect", "hardware", "hardware probe",
                                   "hardware show", "features", "train", "evaluate", "predict",
-                                  "explain", "transfer", "prune", "study", "tune"])
+                                  "explain", "transfer", "prune", "study", "tune", "suite",
+                                  "suite show", "calibrate"])
 def test_every_verb_has_help(verb, capsys):
     with pytest.raises(SystemExit) as stop:
         main([*verb.split(), "--help"])

@@ -134,3 +134,22 @@ def test_a_profile_machine_is_a_name(tmp_path):
     path.write_text("name: p\nfamily: f\nmachine: [zen3]\ntarget: {kind: llvm}\nthreads: 1\n")
     with pytest.raises(GbxferError, match="'machine' must be a printable string"):
         load_profile(str(path))
+
+
+def test_suite_show_lists_the_tasks_to_collect_first(capsys):
+    from gbxfer.cli import main
+
+    assert main(["suite", "show", "networks", "--first", "16", "--names"]) == 0
+    first = capsys.readouterr().out.strip().split(",")
+    suite = {t.name: t for t in load_suite(SUITE).tasks}
+    assert len(set(first)) == 16 and set(first) <= set(suite)
+    assert len({suite[name].op for name in first}) >= 8  # spread over the kinds of work
+    assert main(["suite", "show", "networks", "--first", "16", "--names"]) == 0
+    assert capsys.readouterr().out.strip().split(",") == first  # deterministic
+    assert main(["suite", "show", "networks", "--network", "llama2_7b_decode", "--json"]) == 0
+    import json
+    shown = json.loads(capsys.readouterr().out)["tasks"]
+    assert {t["task"] for t in shown} == {t.name for t in load_suite(SUITE).network(
+        "llama2_7b_decode")[0].tasks}
+    assert main(["suite", "show", "networks", "--network", "gpt5"]) == 2
+    assert "no network named 'gpt5'" in capsys.readouterr().err

@@ -9,10 +9,10 @@ import sys
 from .._version import __version__
 from ..errors import GbxferError
 from . import (_calibrate, _collect, _features, _hardware, _info, _ingest, _model, _prune,
-               _study, _transfer, _tune)
+               _study, _suite, _transfer, _tune)
 
-VERBS = (_ingest, _info, _collect, _hardware, _features, _model, _transfer, _prune, _study,
-         _calibrate, _tune)
+VERBS = (_ingest, _info, _suite, _collect, _hardware, _features, _model, _transfer, _prune,
+         _study, _calibrate, _tune)
 log = logging.getLogger("gbxfer")
 
 

@@ -35,7 +35,8 @@ def add_parser(verbs, common):
                         "that good programs are present); the rest have uniformly random "
                         "decisions")
     p.add_argument("--tasks", metavar="NAME[,NAME...]",
-                   help="only these tasks of the suite (names as in `gbxfer suite show`)")
+                   help="only these tasks of the suite, in this order (names as `gbxfer suite show "
+                        "SUITE --names` prints them)")
     p.add_argument("--batch-size", type=positive_int, default=16,
                    help="programs built per batch")
     p.add_argument("--repeats", type=positive_int, default=3, help="timed repeats per program")

@@ -1,0 +1,58 @@
+"""``gbxfer suite show``: the tasks of a workload suite, and which to collect first."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from ..config_files import find_config
+from ..pruning import task_coreset
+from ..records.suite import load_suite
+from ._common import format_table, positive_int
+
+
+def add_parser(verbs, common):
+    p = verbs.add_parser("suite", help="workload suites: their tasks",
+                         description="Workload suites (configs/workloads/*.yaml or a YAML path).")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    show = actions.add_parser(
+        "show", parents=[common], help="list a suite's tasks",
+        description="List a suite's tasks (name, operator, networks, weight, GFLOPs). "
+                    "--first N lists only N tasks that spread over the suite's kinds and sizes "
+                    "of work (k-means medoids of their workload features): the tasks to "
+                    "collect first. --names prints the names alone, comma-separated, as "
+                    "`gbxfer collect --tasks` takes them.")
+    show.add_argument("suite", metavar="SUITE", help="suite name (configs/workloads) or YAML path")
+    show.add_argument("--network", help="only the tasks of this network")
+    show.add_argument("--first", type=positive_int, metavar="N",
+                      help="only N tasks chosen to cover the suite (coreset)")
+    show.add_argument("--seed", type=int, default=0, help="seed of the --first choice")
+    output = show.add_mutually_exclusive_group()
+    output.add_argument("--names", action="store_true", help="task names, comma-separated")
+    output.add_argument("--json", action="store_true")
+    show.set_defaults(run=run)
+
+
+def run(args) -> int:
+    suite = load_suite(find_config("workloads", args.suite))
+    if args.network:
+        suite, _ = suite.network(args.network)
+    tasks = list(suite.tasks)
+    if args.first:
+        table = pd.DataFrame({"task_key": [t.name for t in tasks],
+                              "operator": [t.op for t in tasks],
+                              "args": [t.args for t in tasks],
+                              "flops": [t.flops for t in tasks]})
+        chosen = set(task_coreset(table, args.first, args.seed))
+        tasks = [t for t in tasks if t.name in chosen]
+    if args.names:
+        print(",".join(t.name for t in tasks))
+        return 0
+    rows = [{"task": t.name, "operator": t.op, "networks": t.network, "weight": t.weight,
+             "gflops": float(f"{t.flops / 1e9:.4g}")} for t in tasks]
+    if args.json:
+        print(json.dumps({"suite": suite.name, "tasks": rows}, indent=1))
+    else:
+        print(f"{suite.name}: {len(rows)} tasks")
+        print(format_table(rows, ["task", "operator", "networks", "weight", "gflops"]))
+    return 0
