@@ -5,7 +5,8 @@ principal components) and log latency, weighted as much as all features together
 ``coreset``: k-means with k = the programs to keep, and of each cluster the program nearest its
 centre: the kept set follows where the group's programs are dense (as the programs a model is
 later asked to rank are) while near-duplicates share one representative; a group larger than
-``CHUNK`` is clustered in latency-ordered chunks, so that the cost grows linearly with its size.
+``CHUNK`` is clustered in random chunks, so that the cost grows linearly with its size (chunks
+ordered by latency, a stratification, lose the gain over random: scripts/bench_pruning.py).
 ``kcenter``: the fastest programs first (a ``fast_share`` of the budget), then k-center greedy,
 each pick the program farthest from those kept: it covers the extremes, over-represents
 outliers, and ranks below random on the A100 database (scripts/bench_pruning.py). ``random``: a
@@ -26,7 +27,7 @@ from .features import build, workload_block
 
 METHODS = ("coreset", "kcenter", "random")
 COMPONENTS = 32
-CHUNK = 1024  # k-means runs on latency-ordered chunks of at most this many programs
+CHUNK = 1024  # k-means runs on random chunks of at most this many programs
 
 
 def k_center_greedy(points: np.ndarray, k: int, start: list[int]) -> list[int]:
@@ -75,12 +76,17 @@ def k_means_medoids(points: np.ndarray, k: int, seed: int) -> np.ndarray:
 
     with warnings.catch_warnings():  # duplicate points: fewer distinct clusters than k
         warnings.simplefilter("ignore", ConvergenceWarning)
-        km = KMeans(k, init=k_means_plus_plus(points, k, seed), n_init=1, max_iter=100,
+        km = KMeans(k, init=k_means_plus_plus(points, k, seed), n_init=1, max_iter=30,
                     random_state=seed).fit(points)
     distance = ((points - km.cluster_centers_[km.labels_]) ** 2).sum(1)
     order = np.lexsort((distance, km.labels_))  # by cluster, nearest first
     first = np.r_[True, km.labels_[order][1:] != km.labels_[order][:-1]]
-    return np.sort(order[first])
+    chosen = order[first]
+    if len(chosen) < k:  # fewer distinct points than k: the rest drawn among the others
+        others = np.setdiff1d(np.arange(len(points)), chosen)
+        extra = np.random.default_rng(seed).choice(others, k - len(chosen), replace=False)
+        chosen = np.concatenate([chosen, extra])
+    return np.sort(chosen)
 
 
 def k_means_plus_plus(points: np.ndarray, k: int, seed: int) -> np.ndarray:
@@ -119,7 +125,7 @@ def select(dataset: Dataset, keep: float, method: str = "coreset", seed: int = 0
         elif method == "coreset":
             latency = records["latency"].to_numpy()[rows]
             points = group_points(X[rows], latency, COMPONENTS)
-            chunks = np.array_split(np.argsort(latency, kind="stable"), math.ceil(n / CHUNK))
+            chunks = np.array_split(rng.permutation(n), math.ceil(n / CHUNK))
             shares = np.diff(np.round(np.linspace(0, k, len(chunks) + 1))).astype(int)
             chosen = np.concatenate([
                 chunk[k_means_medoids(points[chunk], int(m), int(rng.integers(2**31)))]

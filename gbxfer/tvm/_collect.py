@@ -37,7 +37,7 @@ from ..errors import GbxferError
 from ..manifests import write_file
 from ..records.targets import machine_identity
 from ..records.suite import Suite, Task
-from ._builder import local_builder
+from ._builder import PooledBuilder
 from ._collect_plan import CollectPlan, make_runner
 from ._database import AppendOnlyDatabase
 from ._design_space import DesignSpace, replay_programs
@@ -63,7 +63,7 @@ class Collector:
         self.databases = {p.name: AppendOnlyDatabase(plan.out / "metaschedule" / p.name)
                           for p in plan.profiles}
         self.runners = runners or {p.name: make_runner(p, plan) for p in plan.profiles}
-        self.builder = local_builder(plan.build_workers, plan.build_timeout)
+        self.builder = PooledBuilder(plan.build_workers, plan.build_timeout)
         self.stats = {"measured": 0, "failed": 0, "timeouts": 0, "skipped_done": 0}
         self.seconds = collections.Counter()  # where the time goes: sample, build, run, ...
         self._last_load_warning = 0.0
@@ -111,6 +111,12 @@ class Collector:
         return dataset
 
     def run(self, progress: bool = True) -> Dataset:
+        try:
+            return self._run(progress)
+        finally:
+            self.builder.close()
+
+    def _run(self, progress: bool) -> Dataset:
         plan = self.plan
         if plan.replay is not None:
             keys = {suite_task_key(t) for t in plan.suite.tasks}
