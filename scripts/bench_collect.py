@@ -1,6 +1,11 @@
 """Measured programs per hour: ``gbxfer collect`` against plain ``tune_tir`` (replay-trace).
 
-    python scripts/bench_collect.py [--programs 32] [--tasks A,B] [--rounds 2]
+    python scripts/bench_collect.py [--programs 16] [--tasks A,B,C,D] [--rounds 3] [--before REF]
+
+``--before REF`` adds ``gbxfer collect`` as of commit REF (from a temporary git worktree) as a
+third arm: the collection rate before and after a change, in the same interleaved rounds. The
+current code's own account of where the time goes (``collect time: build, run, sample, write
+dataset``, logged by ``gbxfer collect``) is kept per run.
 
 Both measure the same tasks on the same profile with the same runner settings (1 repeat set of
 3, 40 ms minimum), each as a fresh process timed from start to end, in interleaved rounds
@@ -11,7 +16,10 @@ Results: scripts/results/bench_collect.{json,csv}.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -45,52 +53,80 @@ print(json.dumps({"measured": measured}))
 """
 
 
-def run_gbxfer(args, work) -> int:
-    subprocess.run([sys.executable, "-m", "gbxfer", "collect", "--suite", args.suite,
-                    "--hardware", args.hardware, "--programs", str(args.programs), "--tasks",
-                    args.tasks, "--out", str(work), "-q"], check=True)
-    return sum(1 for _ in open(work / "metaschedule" / args.hardware /
-                               "database_tuning_record.json"))
+def run_gbxfer(args, work, code=None) -> tuple[int, str]:
+    """``gbxfer collect`` of the current code, or of the checkout at ``code``."""
+    env = dict(os.environ, PYTHONPATH=str(code)) if code else None
+    out = subprocess.run([sys.executable, "-m", "gbxfer", "collect", "--suite", args.suite,
+                          "--hardware", args.hardware, "--programs", str(args.programs),
+                          "--tasks", args.tasks, "--out", str(work)], check=True, env=env,
+                         capture_output=True, text=True, cwd=code)
+    phases = [line for line in out.stderr.splitlines() if line.startswith("collect time:")]
+    measured = sum(1 for _ in open(work / "metaschedule" / args.hardware /
+                                   "database_tuning_record.json"))
+    return measured, phases[-1] if phases else ""
 
 
 def run_tune_tir(args, work) -> int:
     out = subprocess.run([sys.executable, "-c", TUNE_TIR, args.suite, args.tasks, args.hardware,
                           str(args.programs), str(work)], check=True, capture_output=True,
                          text=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])["measured"]
+    return json.loads(out.stdout.strip().splitlines()[-1])["measured"], ""
+
+
+def measure(args, methods) -> list[dict]:
+    """Interleaved rounds, the order of the methods rotating from one round to the next."""
+    rows = []
+    names = list(methods)
+    for r in range(args.rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            with tempfile.TemporaryDirectory() as tmp:
+                start = time.perf_counter()
+                measured, phases = methods[name](args, Path(tmp) / "w")
+                seconds = time.perf_counter() - start
+            rows.append({"round": r, "method": name, "programs": measured,
+                         "seconds": round(seconds, 1),
+                         "programs_per_hour": round(measured / seconds * 3600),
+                         "phases": phases.removeprefix("collect time: ")})
+            print(rows[-1], flush=True)
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suite", default="networks")
-    parser.add_argument("--tasks", default="dense_1_768_768,depthwise_conv2d_1_28_28_192_3_1_1")
+    parser.add_argument("--tasks", default="dense_1_768_768,depthwise_conv2d_1_28_28_192_3_1_1,"
+                        "conv2d_1_28_28_128_128_3_1_1,softmax_1536_128")
     parser.add_argument("--hardware", default="x86-avx2-1t")
-    parser.add_argument("--programs", type=int, default=32)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--programs", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--before", metavar="REF", help="also gbxfer collect as of this commit")
     args = parser.parse_args()
     methods = {"gbxfer collect": run_gbxfer, "tune_tir replay-trace": run_tune_tir}
-    rows = []
-    for r in range(args.rounds):
-        order = list(methods) if r % 2 == 0 else list(methods)[::-1]
-        for name in order:
-            with tempfile.TemporaryDirectory() as tmp:
-                start = time.perf_counter()
-                measured = methods[name](args, Path(tmp) / "w")
-                seconds = time.perf_counter() - start
-            rows.append({"round": r, "method": name, "programs": measured,
-                         "seconds": round(seconds, 1),
-                         "programs_per_hour": round(measured / seconds * 3600)})
-            print(rows[-1], flush=True)
+    with contextlib.ExitStack() as stack:
+        if args.before:
+            old = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "before"
+            repo = Path(__file__).resolve().parents[1]
+            subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", str(old),
+                            args.before], check=True, capture_output=True)
+            stack.callback(subprocess.run, ["git", "-C", str(repo), "worktree", "remove",
+                                            "--force", str(old)], check=False)
+            methods[f"gbxfer collect @{args.before}"] = functools.partial(run_gbxfer, code=old)
+        rows = measure(args, methods)
     summary = []
-    for name in methods:
+    for name in methods:  # (the first is the current gbxfer collect, the second tune_tir)
         rates = [row["programs_per_hour"] for row in rows if row["method"] == name]
         summary.append({"method": name, "median_programs_per_hour": statistics.median(rates)})
     ratio = summary[0]["median_programs_per_hour"] / summary[1]["median_programs_per_hour"]
     print()
     print_table(summary)
     print(f"\ngbxfer collect / tune_tir: {ratio:.2f}x programs per hour")
-    write_results("bench_collect", rows, summary=summary, ratio=ratio, tasks=args.tasks,
-                  hardware=args.hardware, programs_per_task=args.programs)
+    speedup = None
+    if args.before:
+        speedup = summary[0]["median_programs_per_hour"] / summary[2]["median_programs_per_hour"]
+        print(f"gbxfer collect now / at {args.before}: {speedup:.2f}x programs per hour")
+    write_results("bench_collect", rows, summary=summary, ratio=ratio, speedup=speedup,
+                  before=args.before, tasks=args.tasks, hardware=args.hardware,
+                  programs_per_task=args.programs)
 
 
 if __name__ == "__main__":
