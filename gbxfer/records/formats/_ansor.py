@@ -59,7 +59,8 @@ def _add_line(path, number, value, identities, hardware, builder) -> None:
     steps = inp[1][1]
     expect(isinstance(workload_key, str), path, number, "workload key must be a string")
     expect(isinstance(target, str) and target.strip(), path, number,
-           f"target must be a non-empty string, got {json.dumps(target)[:80]}", reason="bad-target")
+           lambda: f"target must be a non-empty string, got {json.dumps(target)[:80]}",
+           reason="bad-target")
     expect(isinstance(steps, list) and all(isinstance(s, list) and s and isinstance(s[0], str)
                                            for s in steps),
            path, number, "steps must be a list of [code, ...] lists")

@@ -81,9 +81,11 @@ def shape_problem(shape) -> str:
 
 
 def expect(condition, path, line, message, reason="bad-structure"):
-    """Raise an :class:`InputError` with ``message`` unless ``condition`` holds."""
+    """Raise an :class:`InputError` with ``message`` unless ``condition`` holds; ``message``
+    may be a function that makes it (checks run per instruction of every record: a message
+    formatted for each costs more than reading the file)."""
     if not condition:
-        raise InputError(path, line, reason, message)
+        raise InputError(path, line, reason, message() if callable(message) else message)
 
 
 def _short(value, limit=60) -> str:

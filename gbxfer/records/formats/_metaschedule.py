@@ -125,8 +125,8 @@ def _add_record(path, number, value, workloads, identities, hardware, builder) -
                "record has no target: give --hardware NAME[:FAMILY]", reason="no-target")
         target_text = "{}"
     else:
-        expect(isinstance(target, dict), path, number, f"target must be a JSON object, got "
-               f"{json.dumps(target)[:80]}", reason="bad-target")
+        expect(isinstance(target, dict), path, number, lambda: f"target must be a JSON object, "
+               f"got {json.dumps(target)[:80]}", reason="bad-target")
         key = canonical_json(target)
         if key not in identities:
             try:
@@ -155,17 +155,20 @@ def _check_trace(path, number, trace) -> None:
            and isinstance(trace[1], list), path, number,
            "trace must be [instructions, decisions]")
     insts, decisions = trace
-    for i, inst in enumerate(insts):
-        expect(isinstance(inst, list) and len(inst) == 4 and isinstance(inst[0], str) and inst[0]
-               and all(isinstance(part, list) for part in inst[1:]), path, number,
-               f"trace instruction {i} must be [name, inputs, attrs, outputs], got "
-               f"{json.dumps(inst)[:80]}")
+    n = len(insts)
+    if not all(type(i) is list and len(i) == 4 and type(i[0]) is str and i[0]  # noqa: E721
+               and type(i[1]) is list and type(i[2]) is list and type(i[3]) is list
+               for i in insts):  # (one pass for the common case; the first bad one named below)
+        for i, inst in enumerate(insts):
+            expect(isinstance(inst, list) and len(inst) == 4 and isinstance(inst[0], str)
+                   and inst[0] and all(isinstance(part, list) for part in inst[1:]), path,
+                   number, lambda: f"trace instruction {i} must be [name, inputs, attrs, "
+                                   f"outputs], got {json.dumps(inst)[:80]}")
     for decision in decisions:
-        expect(isinstance(decision, list) and len(decision) == 2
-               and isinstance(decision[0], int) and not isinstance(decision[0], bool)
-               and 0 <= decision[0] < len(insts), path, number,
-               f"trace decision must be [instruction index < {len(insts)}, value], got "
-               f"{json.dumps(decision)[:80]}")
+        expect(type(decision) is list and len(decision) == 2  # noqa: E721
+               and type(decision[0]) is int and 0 <= decision[0] < n, path, number,
+               lambda: f"trace decision must be [instruction index < {n}, value], got "
+                       f"{json.dumps(decision)[:80]}")
 
 
 def _check_args_info(path, number, args_info) -> None:
@@ -173,12 +176,13 @@ def _check_args_info(path, number, args_info) -> None:
     if args_info is None:
         return
     expect(isinstance(args_info, list), path, number,
-           f"args_info must be a list of [\"TENSOR\", dtype, shape], got "
-           f"{json.dumps(args_info)[:80]}")
+           lambda: f"args_info must be a list of [\"TENSOR\", dtype, shape], got "
+                   f"{json.dumps(args_info)[:80]}")
     for arg in args_info:
         expect(isinstance(arg, list) and len(arg) == 3 and arg[0] == "TENSOR"
                and isinstance(arg[1], str) and DTYPE.fullmatch(arg[1]), path, number,
-               f"args_info entry must be [\"TENSOR\", dtype, shape], got {json.dumps(arg)[:80]}")
+               lambda: f"args_info entry must be [\"TENSOR\", dtype, shape], got "
+                       f"{json.dumps(arg)[:80]}")
         problem = shape_problem(arg[2])
         expect(not problem, path, number, f"args_info {problem}", reason="bad-shape")
 
