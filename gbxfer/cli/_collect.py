@@ -1,12 +1,24 @@
 """``gbxfer collect``: measure programs of a workload suite on hardware profiles (needs TVM)."""
 from __future__ import annotations
 
+import argparse
+
 from ..errors import GbxferError
 from ..config_files import find_config
 from ..hardware.profiles import load_profile
 from ..records.suite import load_suite
 from ._common import (command_stamp, input_path, load_dataset_arg, non_negative_int,
                       output_folder, positive_float, positive_int, share)
+
+
+def core_list(text: str) -> tuple[int, ...]:
+    try:
+        cores = tuple(int(c) for c in text.split(","))
+    except ValueError:
+        cores = ()
+    if not cores or min(cores) < 0:
+        raise argparse.ArgumentTypeError(f"expected core numbers like 1 or 2,3, got {text!r}")
+    return cores
 
 
 def add_parser(verbs, common):
@@ -46,6 +58,10 @@ def add_parser(verbs, common):
                    help="parallel build processes (1 leaves a core free on a 2-core machine)")
     p.add_argument("--run-timeout", type=positive_float, default=20.0,
                    help="seconds per program run")
+    p.add_argument("--run-cores", type=core_list, metavar="CORE[,CORE...]",
+                   help="run the kernels on these cores and build the next batch on the "
+                        "others meanwhile (e.g. 1 on a 2-core machine: 1-thread profiles run "
+                        "on core 1 while core 0 builds); without it builds and runs take turns")
     p.add_argument("--rpc-tracker", metavar="HOST:PORT",
                    help="measure on devices registered with this TVM RPC tracker")
     p.add_argument("--rpc-key", metavar="KEY[,KEY...]",
@@ -76,7 +92,8 @@ def run(args) -> int:
                        batch_size=args.batch_size, repeats=args.repeats,
                        min_repeat_ms=args.min_repeat_ms, build_workers=args.build_workers,
                        run_timeout=args.run_timeout, rpc_tracker=args.rpc_tracker,
-                       rpc_key=args.rpc_key, replay=replay, commands=[command_stamp()])
+                       rpc_key=args.rpc_key, replay=replay, run_cores=args.run_cores,
+                       commands=[command_stamp()])
     dataset = Collector(plan).run(progress=not args.quiet)
     summary = dataset.summary()
     for name, h in summary["hardware"].items():

@@ -6,6 +6,9 @@ on a 2-vCPU AMD EPYC Zen 3 with TVM 0.27. The price: tensorized intrinsics are n
 """
 from __future__ import annotations
 
+import functools
+import os
+
 
 def fast_build(mod, target, _params):
     """Build an IRModule for ``target`` as MetaSchedule's default build does, minus intrinsics."""
@@ -33,8 +36,10 @@ class PooledBuilder:
     target; MetaSchedule's own tuning keeps :func:`local_builder`.
     """
 
-    def __init__(self, max_workers: int = 1, timeout_sec: float = 60.0, recycle: int = 512):
+    def __init__(self, max_workers: int = 1, timeout_sec: float = 60.0, recycle: int = 512,
+                 cores=None):
         self.max_workers, self.timeout_sec, self.recycle = max_workers, timeout_sec, recycle
+        self.cores = cores  # the workers' CPU affinity (None: the parent's)
         self._pool, self._built = None, 0
 
     def build(self, build_inputs) -> list:
@@ -44,8 +49,10 @@ class PooledBuilder:
 
         if self._pool is None or self._built >= self.recycle:
             self.close()
-            self._pool = PopenPoolExecutor(max_workers=self.max_workers,
-                                           timeout=self.timeout_sec)
+            self._pool = PopenPoolExecutor(
+                max_workers=self.max_workers, timeout=self.timeout_sec,
+                initializer=None if self.cores is None else functools.partial(
+                    os.sched_setaffinity, 0, set(self.cores)))
         self._built += len(build_inputs)
         jobs = [(fast_build, None, b.mod, b.target, _serialize_params(b.params))
                 for b in build_inputs]

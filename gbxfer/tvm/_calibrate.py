@@ -26,7 +26,8 @@ from ..model import SavedModel
 from ..pruning import calibration_order
 from ..records.suite import Suite
 from ..transfer import TransferConfig, transfer
-from ._collect import Collector, suite_task_key
+from ._collect import Collector
+from ._task_modules import suite_task_key
 from ._collect_plan import CollectPlan
 
 STATE = "calibrate.json"

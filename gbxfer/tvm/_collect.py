@@ -16,8 +16,8 @@ and a run that is killed rebuilds it when run again.
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import contextlib
-import functools
 import json
 import logging
 import os
@@ -36,13 +36,13 @@ from ..hardware.profiles import HardwareProfile
 from ..errors import GbxferError
 from ..manifests import write_file
 from ..records.targets import machine_identity
-from ..records.suite import Suite, Task
+from ..records.suite import Task
 from ._builder import PooledBuilder
 from ._collect_plan import CollectPlan, make_runner
 from ._database import AppendOnlyDatabase
 from ._design_space import DesignSpace, replay_programs
 from ._json import to_python
-from ._task_modules import task_module
+from ._task_modules import describe_tasks, suite_task_key, task_module
 
 log = logging.getLogger("gbxfer")
 
@@ -63,7 +63,8 @@ class Collector:
         self.databases = {p.name: AppendOnlyDatabase(plan.out / "metaschedule" / p.name)
                           for p in plan.profiles}
         self.runners = runners or {p.name: make_runner(p, plan) for p in plan.profiles}
-        self.builder = PooledBuilder(plan.build_workers, plan.build_timeout)
+        self.builder = PooledBuilder(plan.build_workers, plan.build_timeout,
+                                     cores=plan.build_cores)
         self.stats = {"measured": 0, "failed": 0, "timeouts": 0, "skipped_done": 0}
         self.seconds = collections.Counter()  # where the time goes: sample, build, run, ...
         self._last_load_warning = 0.0
@@ -224,41 +225,55 @@ class Collector:
             bar.update(done)
             if missing:
                 todo.append((c, missing))
-        for i in range(0, len(todo), plan.batch_size):
-            if self.out_of_time():
-                return
-            self._measure_batch(key, args_info, todo[i:i + plan.batch_size], bar)
+        units = [unit for i in range(0, len(todo), plan.batch_size)
+                 for unit in self._by_target(todo[i:i + plan.batch_size])]
+        overlap = self.plan.run_cores is not None  # the next unit builds while this one runs
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pending = None
+            for j, (target, pairs) in enumerate(units):
+                if self.out_of_time():
+                    break
+                with self._timed("build" if pending is None else "build (waited)"):
+                    unique, built = (pending or self._build_async(pool, target, pairs)).result()
+                pending = None
+                if overlap and j + 1 < len(units):
+                    pending = self._build_async(pool, *units[j + 1])
+                self._warn_if_loaded()
+                self._run_unit(key, args_info, target, pairs, unique, built, bar)
+            if pending is not None:  # out of time: the next unit's builds are not run
+                _remove_builds(pending.result()[1])
 
-    def _measure_batch(self, key, args_info, batch, bar) -> None:
-        from tvm.s_tir import meta_schedule as ms
-
-        self._warn_if_loaded()
+    def _by_target(self, batch) -> list:
+        """A batch's (candidate, profile) pairs by target: profiles sharing one share a build."""
         by_target: dict[str, list] = {}
         for candidate, profiles in batch:
             for p in profiles:
                 by_target.setdefault(_target_key(p), []).append((candidate, p))
-        for tkey, pairs in by_target.items():
-            target = self.targets[tkey]
-            unique = [c for c in {c.program_id: c for c, _ in pairs}.values()
-                      if c.schedule is not None]
-            with self._timed("build"):
-                built = self.builder.build([ms.builder.BuilderInput(c.schedule.mod, target)
-                                            for c in unique]) if unique else []
-            artifacts = {c.program_id: b for c, b in zip(unique, built)}
-            jobs = []
-            for name in dict.fromkeys(p.name for _, p in pairs):
-                profile = next(p for _, p in pairs if p.name == name)
-                mine = [c for c, p in pairs if p.name == name]
-                with self._timed("run"):  # a local runner runs here, an RPC one starts
-                    futures = self._submit(profile, target, mine, artifacts, args_info)
-                jobs.append((profile, mine, futures))
-                if not self.plan.rpc_tracker:  # one profile at a time on this machine
-                    self._record(key, args_info, target, artifacts, *jobs.pop(), bar)
-            for job in jobs:  # the devices of an RPC tracker measure at once
-                self._record(key, args_info, target, artifacts, *job, bar)
-            for b in built:
-                if b.artifact_path:
-                    shutil.rmtree(os.path.dirname(b.artifact_path), ignore_errors=True)
+        return [(self.targets[tkey], pairs) for tkey, pairs in by_target.items()]
+
+    def _build_async(self, pool, target, pairs):
+        from tvm.s_tir import meta_schedule as ms
+
+        unique = [c for c in {c.program_id: c for c, _ in pairs}.values()
+                  if c.schedule is not None]
+        inputs = [ms.builder.BuilderInput(c.schedule.mod, target) for c in unique]
+        return pool.submit(lambda: (unique, self.builder.build(inputs) if inputs else []))
+
+    def _run_unit(self, key, args_info, target, pairs, unique, built, bar) -> None:
+        """Run a built unit on each of its profiles and record the results."""
+        artifacts = {c.program_id: b for c, b in zip(unique, built)}
+        jobs = []
+        for name in dict.fromkeys(p.name for _, p in pairs):
+            profile = next(p for _, p in pairs if p.name == name)
+            mine = [c for c, p in pairs if p.name == name]
+            with self._timed("run"):  # a local runner runs here, an RPC one starts
+                futures = self._submit(profile, target, mine, artifacts, args_info)
+            jobs.append((profile, mine, futures))
+            if not self.plan.rpc_tracker:  # one profile at a time on this machine
+                self._record(key, args_info, target, artifacts, *jobs.pop(), bar)
+        for job in jobs:  # the devices of an RPC tracker measure at once
+            self._record(key, args_info, target, artifacts, *job, bar)
+        _remove_builds(built)
 
     def _submit(self, profile, target, candidates, artifacts, args_info) -> dict:
         """Start running the built candidates on ``profile``'s runner: program id -> future."""
@@ -362,23 +377,7 @@ class Collector:
         return dataset
 
 
-def describe_tasks(dataset: Dataset, suite: Suite) -> None:
-    """Fill the dataset's task rows (operator, shapes, FLOPs, network, weight) from the suite."""
-    by_key = {}
-    for task in suite.tasks:
-        by_key[suite_task_key(task)] = task
-    tasks = dataset.tasks
-    for i, key in enumerate(tasks["task_key"]):
-        task = by_key.get(key)
-        if task is None:
-            continue
-        tasks.loc[i, ["operator", "description", "args", "flops", "network", "weight"]] = [
-            task.op, task.description, task.args, task.flops, task.network, task.weight]
-
-
-@functools.lru_cache(maxsize=None)
-def suite_task_key(task: Task) -> str:
-    """The task key (workload structural hash) of a suite task."""
-    from tvm.s_tir import meta_schedule as ms
-
-    return str(to_python(ms.database.Workload(task_module(task)).as_json())[0])
+def _remove_builds(built) -> None:
+    for b in built:
+        if b.artifact_path:
+            shutil.rmtree(os.path.dirname(b.artifact_path), ignore_errors=True)

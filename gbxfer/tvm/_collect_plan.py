@@ -40,6 +40,9 @@ class CollectPlan:
     deadline: float | None = None  # time.time() after which no new batch starts
     on_round: object = None  # called after each replay round (calibrate saves its state)
     write_every: float = 300.0  # seconds between rebuilds of OUT/dataset (and one at the end)
+    # cores the kernels run on; the next batch is built on the others meanwhile (None: builds
+    # and runs take turns on every core this process may use)
+    run_cores: tuple[int, ...] | None = None
     commands: list = dataclasses.field(default_factory=list)
 
     def __post_init__(self):
@@ -47,6 +50,24 @@ class CollectPlan:
         if len(keys) > 1 and (len(keys) != len(self.profiles) or not all(keys)):
             raise GbxferError(f"--rpc-key: {len(keys)} keys for {len(self.profiles)} profiles: "
                               "give one key for every profile, in order (or one for all)")
+        if self.run_cores is not None:
+            usable = os.sched_getaffinity(0)
+            cores = set(self.run_cores)
+            if not cores or not cores <= usable:
+                raise GbxferError(f"--run-cores: {sorted(cores)} are not among the cores this "
+                                  f"process may use ({sorted(usable)})")
+            if not usable - cores:
+                raise GbxferError(f"--run-cores: leave at least one of {sorted(usable)} for "
+                                  "the builds")
+            wide = [p for p in self.profiles if p.threads > len(cores)]
+            if wide:
+                raise GbxferError(f"--run-cores: {wide[0].name} runs {wide[0].threads} threads "
+                                  f"on {len(cores)} core(s): give it as many cores")
+
+    @property
+    def build_cores(self) -> set[int] | None:
+        """Where builds run when ``run_cores`` are set aside for the kernels."""
+        return None if self.run_cores is None else os.sched_getaffinity(0) - set(self.run_cores)
 
     def device_key(self, profile: HardwareProfile) -> str:
         """The RPC device key that measures ``profile`` (the i-th key the i-th profile)."""
@@ -56,8 +77,10 @@ class CollectPlan:
         return keys[[p.name for p in self.profiles].index(profile.name)]
 
 
-def _set_threads(n: int) -> None:
+def _set_threads(n: int, cores=None) -> None:
     os.environ["TVM_NUM_THREADS"] = str(n)
+    if cores is not None:
+        os.sched_setaffinity(0, cores)
 
 
 def _keep_artifact() -> None:
@@ -80,5 +103,6 @@ def make_runner(profile: HardwareProfile, plan: CollectPlan):
         return ms.runner.RPCRunner(rpc_config=rpc, evaluator_config=config, max_workers=1)
     _set_threads(profile.threads)  # read when the runner's worker starts
     return ms.runner.LocalRunner(timeout_sec=plan.run_timeout, evaluator_config=config,
-                                 initializer=functools.partial(_set_threads, profile.threads),
+                                 initializer=functools.partial(_set_threads, profile.threads,
+                                                               plan.run_cores),
                                  f_cleanup=_keep_artifact)

@@ -1,7 +1,11 @@
 """Suite tasks as TVM IRModules (tensor expressions from TVM's own workload library and TOPI)."""
 from __future__ import annotations
 
-from ..records.suite import Task
+import functools
+
+from ..records.dataset import Dataset
+from ..records.suite import Suite, Task
+from ._json import to_python
 
 
 def task_module(task: Task):
@@ -64,3 +68,25 @@ def _gelu(y):
     from tvm import te
 
     return 0.5 * y * (1.0 + te.erf(y * 0.7071067811865476))
+
+
+def describe_tasks(dataset: Dataset, suite: Suite) -> None:
+    """Fill the dataset's task rows (operator, shapes, FLOPs, network, weight) from the suite."""
+    by_key = {}
+    for task in suite.tasks:
+        by_key[suite_task_key(task)] = task
+    tasks = dataset.tasks
+    for i, key in enumerate(tasks["task_key"]):
+        task = by_key.get(key)
+        if task is None:
+            continue
+        tasks.loc[i, ["operator", "description", "args", "flops", "network", "weight"]] = [
+            task.op, task.description, task.args, task.flops, task.network, task.weight]
+
+
+@functools.lru_cache(maxsize=None)
+def suite_task_key(task: Task) -> str:
+    """The task key (workload structural hash) of a suite task."""
+    from tvm.s_tir import meta_schedule as ms
+
+    return str(to_python(ms.database.Workload(task_module(task)).as_json())[0])
