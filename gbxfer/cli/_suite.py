@@ -12,7 +12,7 @@ from ._common import format_table, positive_int
 
 
 def add_parser(verbs, common):
-    p = verbs.add_parser("suite", help="workload suites: their tasks",
+    p = verbs.add_parser("suite", parents=[common], help="workload suites: their tasks",
                          description="Workload suites (configs/workloads/*.yaml or a YAML path).")
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     show = actions.add_parser(
