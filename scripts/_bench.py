@@ -33,13 +33,19 @@ def mean_ci(reports, metrics) -> dict:
     return out
 
 
-def experiment(doc: str, seeds: int = 5):
-    """The head of the seeded experiment scripts: ``--dataset`` / ``--seeds`` parsed, the
-    dataset's valid records and their program + workload + hardware features."""
+def experiment(doc: str, seeds: int = 5, options=None):
+    """The head of the seeded experiment scripts: ``--dataset`` / ``--seeds`` / ``--first-seed``
+    parsed (and whatever ``options(parser)`` adds), the dataset's valid records and their
+    program + workload + hardware features. Choices are made on seeds 100-104 and reported on
+    0-4 (``--first-seed 100``: the seeds to choose on)."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--dataset", default="bundled")
     parser.add_argument("--seeds", type=int, default=seeds)
+    parser.add_argument("--first-seed", type=int, default=0)
+    if options is not None:
+        options(parser)
     args = parser.parse_args()
+    args.seed_list = list(range(args.first_seed, args.first_seed + args.seeds))
     dataset = load_dataset(args.dataset).filter(valid=True)
     return args, dataset, build(dataset, BASE)
 

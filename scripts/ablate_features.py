@@ -1,21 +1,30 @@
 """Feature-block ablation on the by-task split: which program-feature groups the model needs.
 
-    python scripts/ablate_features.py [--dataset bundled] [--seeds 5]
+    python scripts/ablate_features.py [--dataset bundled] [--seeds 5] [--first-seed 0]
+                                      [--variants all,...] [--configs default,lambdarank]
+                                      [--split by-task|by-network] [--name ablate_features]
 
 Each variant drops a group of program columns (hashed tokens, hashed decisions, both, the
 by-axis tile columns) from program + workload + hardware features, or adds hardware-relative
 cross features (program x hardware / workload: vectorize extent against vector lanes,
 parallel extent against threads, inner tile footprints against L1 / L2, FLOPs against peak,
-outer iterations, register tile, innermost tile against lanes); both model configs
-(default XGBoost regression, LightGBM lambdarank) are trained on the same by-task training
-part per seed and scored on its test part. Mean +- 95% CI over seeds.
-Results: scripts/results/ablate_features.{json,csv}.
+outer iterations, register tile, innermost tile against lanes), or adds features relative to
+the workload's loop extents (each axis's tile at each level as a share of the axis, each
+level's spatial tiles against the output's size and reduction tiles against the reduction's,
+vector and unroll extents against the inner tile), or replaces every program column by its
+rank within its (task, hardware) group (per-task normalisation: a candidate population is what
+a tuning run ranks too); each model config (default XGBoost regression, LightGBM lambdarank)
+is trained on the same training part per seed and scored on its test part (by-task: 30% of the
+tasks; by-network: leave one network out, every network in turn, its tasks (those it shares with
+another network too) the test part, scored together; the seed is then only the model's). Mean +- 95% CI
+over seeds, and each variant's paired difference to ``all``. Choices are made on seeds 100-104
+(``--first-seed 100``) and reported on seeds 0-4. Results: scripts/results/<name>.{json,csv}.
 """
 from __future__ import annotations
 
 import numpy as np
 from _results import print_table, write_results
-from _bench import experiment, mean_ci
+from _bench import ci95, experiment, mean_ci
 
 from gbxfer import SplitSpec
 from gbxfer.metrics import ranking_report
@@ -30,6 +39,8 @@ VARIANTS = {
 }
 
 CROSS = "+ hardware-relative cross features"
+RELATIVE = "+ loop-extent-relative features"
+RANKED = "program columns ranked per task"
 
 
 def cross_features(fm) -> np.ndarray:
@@ -55,30 +66,109 @@ def cross_features(fm) -> np.ndarray:
     ]).astype(np.float32)
 
 
+def relative_features(fm) -> np.ndarray:
+    """Log2 ratios to the workload's loop extents (see the module docstring): an axis's extent
+    is the sum of its tile levels' log2 sizes."""
+    col = {c: i for i, c in enumerate(fm.columns)}
+
+    def g(name):
+        return fm.X[:, col[name]].astype(float)
+
+    out = []
+    for role, axes, levels in (("sp", 5, 4), ("rd", 3, 2)):
+        for a in range(axes):
+            tiles = [g(f"program.{role}_axis{a}_level{i}_log2") for i in range(levels)]
+            extent = sum(tiles)
+            out += [t - extent for t in tiles]
+    reduction = g("workload.log2_flops") - 1 - g("workload.out_log2_size")
+    out += [g(f"program.sp_level{i}_log2") - g("workload.out_log2_size") for i in range(5)]
+    out += [g(f"program.rd_level{i}_log2") - reduction for i in range(3)]
+    out += [g("program.vectorize_log2") - g("program.sp_inner_max_log2"),
+            g("program.unroll_log2") - g("program.rd_inner_max_log2"),
+            g("program.parallel_log2") - g("workload.out_log2_size")]
+    return np.column_stack(out).astype(np.float32)
+
+
+def ranked_program_columns(fm) -> np.ndarray:
+    """``fm.X`` with every program column replaced by its rank in [0, 1] within the row's
+    (task, hardware) group."""
+    from scipy.stats import rankdata
+
+    X = fm.X.astype(float, copy=True)
+    program = [i for i, c in enumerate(fm.columns) if c.startswith("program.")]
+    groups = fm.records["group"].to_numpy()
+    for g in np.unique(groups):
+        rows = np.flatnonzero(groups == g)
+        if len(rows) > 1:
+            X[np.ix_(rows, program)] = (rankdata(X[np.ix_(rows, program)], axis=0) - 1) / (
+                len(rows) - 1)
+    return X
+
+
+def variant_matrix(variant, fm) -> np.ndarray:
+    if variant == CROSS:
+        return np.hstack([fm.X, cross_features(fm)])
+    if variant == RELATIVE:
+        return np.hstack([fm.X, relative_features(fm)])
+    if variant == RANKED:
+        return ranked_program_columns(fm)
+    return fm.X[:, [i for i, c in enumerate(fm.columns) if VARIANTS[variant](c)]]
+
+
+def test_masks(dataset, kind, seed):
+    """The test parts of one seed: by-task, one mask; by-network, one per network."""
+    if kind == "by-task":
+        return [SplitSpec("by-task", 0.3, seed).test_mask(dataset)]
+    of_task = {t: set(str(n or "").split(",")) - {""}
+               for t, n in zip(dataset.tasks["task_key"], dataset.tasks["network"])}
+    task = dataset.records["task_key"]
+    return [task.map(lambda t, n=n: n in of_task.get(t, ())).to_numpy(dtype=bool)
+            for n in sorted(set().union(*of_task.values()))]
+
+
+def options(parser) -> None:
+    names = [*VARIANTS, CROSS, RELATIVE, RANKED]
+    parser.add_argument("--variants", default=",".join(names),
+                        help=f"comma-separated, of: {'; '.join(names)}")
+    parser.add_argument("--configs", default="default,lambdarank")
+    parser.add_argument("--split", choices=("by-task", "by-network"), default="by-task")
+    parser.add_argument("--name", default="ablate_features", help="results file name")
+
+
 def main() -> None:
-    args, dataset, fm = experiment(__doc__)
+    args, dataset, fm = experiment(__doc__, options=options)
     r = fm.records
-    cross = cross_features(fm)
-    configs = {"default": load_model_config(), "lambdarank": load_model_config("lambdarank")}
+    variants = args.variants.split(",")
+    configs = {name: load_model_config(name if name != "default" else None)
+               for name in args.configs.split(",")}
     results: dict = {}
-    for seed in range(args.seeds):
-        test = SplitSpec("by-task", 0.3, seed).test_mask(dataset)
-        for variant in [*VARIANTS, CROSS]:
-            X = (np.hstack([fm.X, cross]) if variant == CROSS else
-                 fm.X[:, [i for i, c in enumerate(fm.columns) if VARIANTS[variant](c)]])
+    for seed in args.seed_list:
+        masks = test_masks(dataset, args.split, seed)
+        for variant in variants:
+            X = variant_matrix(variant, fm)
             for name, config in configs.items():
-                model = GBCostRanker(**{**config.params, "random_state": seed}).fit(
-                    X[~test], r["label"][~test], groups=r["group"][~test])
+                scores = np.empty(len(r))
+                for test in masks:  # by-network: every network's tasks scored by a model
+                    model = GBCostRanker(**{**config.params, "random_state": seed}).fit(
+                        X[~test], r["label"][~test], groups=r["group"][~test])
+                    scores[test] = model.predict(X[test])
+                test = np.logical_or.reduce(masks)
                 results.setdefault((variant, name), []).append(ranking_report(
-                    r["latency"][test], model.predict(X[test]), r["group"][test],
-                    r["weight"][test]))
+                    r["latency"][test], scores[test], r["group"][test], r["weight"][test]))
         print(f"seed {seed} done", flush=True)
     rows = []
     for (variant, name), reports in results.items():
-        rows.append({"variant": variant, "config": name, "seeds": len(reports),
-                     **mean_ci(reports, ("pca", "top1", "top5"))})
+        row = {"variant": variant, "config": name, "seeds": len(reports),
+               **mean_ci(reports, ("pca", "top1", "top5"))}
+        base = results.get(("all", name))
+        if base is not None and variant != "all":
+            for metric in ("pca", "top1"):
+                d, ci = ci95([a[metric] - b[metric] for a, b in zip(reports, base)])
+                row[f"d_{metric}"], row[f"d_{metric}_ci"] = round(d, 4), round(ci, 4)
+        rows.append(row)
     print_table(rows)
-    write_results("ablate_features", rows, dataset=args.dataset)
+    write_results(args.name, rows, dataset=args.dataset, split=args.split,
+                  seeds=args.seed_list)
 
 
 if __name__ == "__main__":

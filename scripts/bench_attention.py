@@ -27,7 +27,7 @@ def main() -> None:
     families = sorted(dataset.records["hardware_family"].unique())
     results = {}
     for family in families:
-        for seed in range(args.seeds):
+        for seed in args.seed_list:
             split = SplitSpec("by-hardware", seed=seed, family=family)
             for arm, config in arms.items():
                 report = evaluate(train(dataset, config, split, seed=seed), dataset)
@@ -35,7 +35,7 @@ def main() -> None:
                 print(family, seed, arm, *(f"{m} {report[m]:.4f}" for m in METRICS), flush=True)
     rows = []
     for family in [*families, "all"]:
-        keys = [(f, s) for f in families for s in range(args.seeds) if family in (f, "all")]
+        keys = [(f, s) for f in families for s in args.seed_list if family in (f, "all")]
         for arm in [*arms, "difference"]:
             row = {"held_out": family, "arm": arm, "n": len(keys)}
             for m in METRICS:

@@ -44,7 +44,7 @@ def main() -> None:
         fm = build(merged, BASE)
         r = fm.records
         ours = r["record_id"].isin(dataset.records["record_id"]).to_numpy()
-        for seed in range(args.seeds):
+        for seed in args.seed_list:
             mask = SplitSpec("by-task", 0.3, seed).test_mask(dataset)
             test_tasks = set(dataset.records["task_key"][mask])
             test = ours & r["task_key"].isin(test_tasks).to_numpy()

@@ -33,7 +33,7 @@ def main() -> None:
     args, dataset, fm = experiment(__doc__, seeds=10)
     r = fm.records
     results: dict = {}
-    for seed in range(args.seeds):
+    for seed in args.seed_list:
         test = SplitSpec("by-task", 0.3, seed).test_mask(dataset)
         groups = r["group"][test].to_numpy()
         scores = {}

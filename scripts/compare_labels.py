@@ -34,7 +34,7 @@ def main() -> None:
                   pct=True).to_numpy()}
     params = load_model_config().params
     results: dict = {}
-    for seed in range(args.seeds):
+    for seed in args.seed_list:
         test = SplitSpec("by-task", 0.3, seed).test_mask(dataset)
         for name, y in labels.items():
             model = GBCostRanker(**{**params, "random_state": seed}).fit(

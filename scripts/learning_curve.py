@@ -28,7 +28,7 @@ def main() -> None:
     r = fm.records
     configs = {"default": load_model_config(), "lambdarank": load_model_config("lambdarank")}
     results: dict = {}
-    for seed in range(args.seeds):
+    for seed in args.seed_list:
         test = SplitSpec("by-task", 0.3, seed).test_mask(dataset)
         train_tasks = np.random.default_rng(seed).permutation(
             sorted(set(r["task_key"][~test])))

@@ -14,7 +14,7 @@ LAYERS = [
     ("features",),
     ("model",),
     ("training",),
-    ("transfer", "pruning", "study"),
+    ("transfer", "pruning", "study", "online"),
     ("tvm", "distributed"),  # integrations at the edge: TVM, Dask; the command line over all
     ("cli", "__main__"),
 ]

@@ -43,7 +43,7 @@ def test_cold_start_is_random_then_learns(task):
     scores = model.predict(context, candidates)
     assert scores.dtype == np.float64 and (scores >= 0).all()
     model.update(context, candidates, _results(candidates))
-    assert model.current is not None  # boosted on the 24 measurements
+    assert model.online.session is not None  # fitted on the 24 measurements
     learned = model.predict(context, candidates)
     assert (learned >= 0).all() and len(np.unique(learned)) > 1
 
@@ -64,6 +64,7 @@ def test_save_and_load_round_trip(task, tmp_path):
 def test_gated_model_scores_the_same_inside_tvm_and_out_before_and_after_an_update(task):
     """The adapter predicts through SavedModel.predict (gate, columns and booster together),
     and the online update keeps the gate."""
+    from gbxfer.online import batch_ranks
     from gbxfer.records.dataset import load_bundled
     from gbxfer.training import train
     from gbxfer.tvm import GbxferCostModel
@@ -76,19 +77,17 @@ def test_gated_model_scores_the_same_inside_tvm_and_out_before_and_after_an_upda
                    "attention": {"steps": 100, "probe_estimators": 10}})
     assert gated.gate is not None
 
-    def normalised(raw):
-        return (raw - raw.min()) / (raw.max() - raw.min()) + 1e-6
-
     adapter = GbxferCostModel(model=gated, min_samples=8)
     _, X = adapter.features(context, candidates)
     assert np.allclose(adapter.predict(context, candidates),
-                       normalised(gated.predict(X, gated.columns)))
+                       batch_ranks(gated.predict(X, gated.columns)) + 1e-6)
     assert not np.allclose(gated.predict(X, gated.columns), gated.ranker.predict(X))  # gated
     adapter.update(context, candidates, _results(candidates))
-    online = adapter.current
-    assert online is not gated and online.gate is gated.gate
+    refined = adapter.online.refined
+    assert refined is not gated and refined.gate is gated.gate
+    assert set(adapter.online.weight.values()) == {0}  # one round: nothing to prefer it by
     assert np.allclose(adapter.predict(context, candidates),
-                       normalised(online.predict(X, gated.columns)))
+                       batch_ranks(refined.predict(X, gated.columns)) + 1e-6)
 
 
 def test_tune_tir_with_gbxfer_cost_model(task, tmp_path):
@@ -139,7 +138,7 @@ def test_tune_relax_network_with_pretrained_cost_model(tmp_path):
                 number=1, repeat=1, min_repeat_ms=1)), cost_model=model, seed=1,
             strategy=ms.search_strategy.EvolutionarySearch(population_size=32))
     assert len(db.get_all_tuning_records()) >= 8
-    assert len(model.costs) >= 8 and model.current is not model.base  # boosted online
+    assert len(model.costs) >= 8 and model.online.refined is not model.base  # boosted online
 
 
 @pytest.mark.parametrize("name", [None, "mine"])

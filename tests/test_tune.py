@@ -38,5 +38,20 @@ def test_tune_writes_database_curve_and_summary(tmp_path):
     assert summary["weights"] == {"dense_16_32_16": 2, "softmax_8_64": 1}
     assert all(0 < v < 1 for v in summary["best_latency"].values())
     assert summary["cost_model_seconds"]["predict"] > 0
+    assert summary["online"]["mode"] == "blend"  # cold: the session model once it exists
+    assert summary["online"]["tasks_led_by_session"] >= 1  # tasks measured after 16 trials
     ds = ingest([out / "metaschedule"])
     assert ds.records["task_key"].nunique() == 2 and ds.records["valid"].sum() >= 8
+
+
+def test_an_online_mode_that_needs_a_model_refuses_a_cold_start(tmp_path, capsys):
+    from gbxfer.cli import main
+
+    (tmp_path / "tiny.yaml").write_text(SUITE)
+    profile = write_host_profile(tmp_path)
+    assert main(["tune", "--suite", str(tmp_path / "tiny.yaml"), "--hardware", str(profile),
+                 "--model", "none", "--online", "refine", "--trials", "8",
+                 "--out", str(tmp_path / "run")]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--online refine needs a model" in err[0]
+    assert not (tmp_path / "run" / "summary.json").exists()

@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import GbxferError
 from ..config_files import find_config
 from ..hardware.profiles import load_profile
+from ..online import MODES
 from ..records.suite import load_suite
 from ._common import command_stamp, non_negative_int, output_folder, positive_int
 
@@ -45,6 +46,11 @@ def add_parser(verbs, common):
     p.add_argument("--cost-model", choices=("gbxfer", "xgb", "random"), default="gbxfer")
     p.add_argument("--model", default="pretrained", metavar="MODEL",
                    help="gbxfer model folder, 'pretrained' (shipped) or 'none' (cold start)")
+    p.add_argument("--online", choices=MODES, default="blend",
+                   help="how the run's measurements update the gbxfer model: blend (default: "
+                        "the model refined on them, blended with a model of them alone by "
+                        "which ranked the latest rounds better), refine (the model refined "
+                        "only), session (their own model only), prior (never updated)")
     p.add_argument("--trials", type=positive_int, required=True, metavar="N",
                    help="measurements in all")
     p.add_argument("--trials-per-iter", type=positive_int, default=16, metavar="N",
@@ -96,7 +102,10 @@ def run(args) -> int:
         from ..tvm import GbxferCostModel
 
         model = None if args.model == "none" else args.model
-        cost_model = GbxferCostModel(model=model, hardware=profile.name, seed=args.seed)
+        if model is None and args.online in ("refine", "prior"):
+            raise GbxferError(f"--online {args.online} needs a model (not --model none)")
+        cost_model = GbxferCostModel(model=model, hardware=profile.name, online=args.online,
+                                     seed=args.seed)
     else:
         cost_model = args.cost_model
     result = tune(tasks, profile, cost_model, args.trials, args.out, seed=args.seed,
@@ -113,6 +122,10 @@ def run(args) -> int:
                "rounds": result.rounds, "best_latency": best,
                "weights": dict(zip(best, result.weights, strict=True)),
                "weighted_latency": float(result.weighted_latency().iloc[-1])}
+    if args.cost_model == "gbxfer":
+        final = list(cost_model.online.weight.values())  # per task, after its last round
+        summary["online"] = {"mode": args.online, "session_weight_mean": float(np.mean(final))
+                             if final else None, "tasks_led_by_session": sum(w > 0.5 for w in final)}
     for name, latency in best.items():
         print(f"{name}: best {latency * 1e3:.4g} ms")
     if args.relax:

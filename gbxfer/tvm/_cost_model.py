@@ -1,10 +1,12 @@
 """gbxfer as a MetaSchedule cost model: ``tune_tir(..., cost_model=GbxferCostModel())``.
 
 ``predict`` featurizes candidates from their traces (and per-store features when the model
-uses them) and returns non-negative scores, higher = faster. ``update`` keeps the measurements
-of the tuning session and continues boosting from the pretrained booster on them (a few trees,
-not a retrain from scratch). Without a pretrained model (cold start) it predicts random scores
-until it has ``min_samples`` measurements, then boosts on the session's data alone.
+uses them) and returns non-negative scores, higher = faster. ``update`` hands the measurements
+to :class:`gbxfer.online.OnlineModel`: the pretrained model boosted a few trees further on the
+run's measurements, blended with a model of the run's measurements alone by how well each
+ranked the latest rounds, so that the run's own data takes over when it ranks better. Without
+a pretrained model (cold start) it predicts random scores until it has ``min_samples``
+measurements, then ranks by the session's data alone.
 """
 from __future__ import annotations
 
@@ -21,7 +23,8 @@ from ..features import _workload, block_columns, hardware_descriptor, stack_bloc
 from ..features._program import ProgramFeaturizer
 from ..records.formats._metaschedule import describe_task, run_latency
 from ..hardware.descriptor import HardwareDescriptor
-from ..model import GBCostRanker, SavedModel
+from ..model import SavedModel
+from ..online import OnlineModel
 from ._json import to_python
 
 log = logging.getLogger("gbxfer")
@@ -41,33 +44,36 @@ class GbxferCostModel(PyCostModel):
     hardware : str, optional
         Hardware profile name whose descriptor the model sees (default: derived from the
         tuning target).
+    online : {"blend", "refine", "session", "prior"}
+        How the run's measurements update the model (:mod:`gbxfer.online`).
     update_trees : int
-        Trees added by each ``update`` on the session's measurements.
+        Trees each update adds to the pretrained model on the run's measurements.
     min_samples : int
-        Measurements needed before the first update boosts (cold start: random before).
+        Measurements needed before the first update (cold start: random before).
     seed : int
     """
 
-    def __init__(self, model="pretrained", hardware=None, update_trees=20, min_samples=16,
-                 seed=0):
+    def __init__(self, model="pretrained", hardware=None, online="blend", update_trees=20,
+                 min_samples=16, seed=0):
         super().__init__()
         if model == "pretrained":
             model = PRETRAINED
         self.base = model if isinstance(model, SavedModel) or model is None else \
             SavedModel.load(model)
         self.hardware = hardware
-        self.update_trees = update_trees
-        self.min_samples = min_samples
-        self.seed = seed
-        self.current = self.base
+        columns = self.base.columns if self.base is not None else \
+            [c for block in COLD_BLOCKS for c in block_columns(block)]
+        self.online = OnlineModel(self.base, columns, online, update_trees=update_trees,
+                                  min_samples=min_samples, seed=seed)
         self.featurizer = ProgramFeaturizer()
         self._context_rows: dict = {}  # workload hash -> (workload vector, hw vector)
-        self.X: list[np.ndarray] = []
-        self.costs: list[float] = []
-        self.groups: list[str] = []
-        self.rng = np.random.default_rng(seed)
         self.update_seconds = 0.0
         self.predict_seconds = 0.0
+
+    @property
+    def costs(self) -> list[float]:
+        """The run's valid measurements so far (seconds)."""
+        return self.online.costs
 
     # --------------------------------------------------------------- features
     def _static_rows(self, context, candidates):
@@ -96,7 +102,7 @@ class GbxferCostModel(PyCostModel):
         program = self.featurizer.transform_printed(
             [str(c.sch.trace) for c in candidates],
             lambda i: to_python(candidates[i].sch.trace.as_json()))
-        blocks = self.current.blocks if self.current is not None else COLD_BLOCKS
+        blocks = self.base.blocks if self.base is not None else COLD_BLOCKS
         return key, stack_blocks(blocks, len(candidates), {
             "program": program, "workload": workload, "hardware": hw,
             "per_store": lambda: self._per_store(context, candidates)})
@@ -111,33 +117,24 @@ class GbxferCostModel(PyCostModel):
         return np.stack([aggregate(f.numpy()) for f in
                          extractor.extract_from(context, candidates)])
 
-    def columns(self) -> list[str]:
-        if self.current is not None:
-            return self.current.columns
-        return [c for block in COLD_BLOCKS for c in block_columns(block)]
-
     # --------------------------------------------------------------- PyCostModel
     def load(self, path: str) -> None:
         folder = Path(path)
-        self.base = SavedModel.load(folder / "base") if (folder / "base").exists() else None
-        self.current = SavedModel.load(folder / "current") if (
-            folder / "current").exists() else self.base
-        session = np.load(folder / "session.npz", allow_pickle=False)
-        self.X = list(session["X"])
-        self.costs = list(session["costs"])
-        self.groups = list(session["groups"])
+        base = SavedModel.load(folder / "base") if (folder / "base").exists() else None
+        online = self.online
+        self.online = OnlineModel(base, base.columns if base is not None else online.columns,
+                                  online.mode, online.update_trees, online.session_trees,
+                                  online.min_samples, online.window, online.seed)
+        self.base = base
+        with np.load(folder / "session.npz", allow_pickle=False) as session:
+            self.online.restore(dict(session))
 
     def save(self, path: str) -> None:
         folder = Path(path)
         folder.mkdir(parents=True, exist_ok=True)
         if self.base is not None:
             self.base.save(folder / "base")
-        if self.current is not None and self.current is not self.base:
-            self.current.save(folder / "current")
-        width = len(self.X[0]) if self.X else 0
-        np.savez(folder / "session.npz", X=np.array(self.X).reshape(-1, width),
-                 costs=np.array(self.costs, dtype=float),
-                 groups=np.array(self.groups, dtype=str))
+        np.savez(folder / "session.npz", **self.online.state())
 
     def update(self, context, candidates, results) -> None:
         import time
@@ -146,36 +143,9 @@ class GbxferCostModel(PyCostModel):
             return
         start = time.perf_counter()
         key, X = self.features(context, candidates)
-        for row, result in zip(X, results):
-            latency = run_latency(result.run_secs)
-            if result.error_msg is None and latency is not None:
-                self.X.append(row)
-                self.costs.append(latency)
-                self.groups.append(key)
-        if len(self.costs) >= self.min_samples:
-            self._boost()
+        costs = [run_latency(r.run_secs) if r.error_msg is None else None for r in results]
+        self.online.observe(X, np.array([np.nan if c is None else c for c in costs]), key)
         self.update_seconds += time.perf_counter() - start
-
-    def _boost(self) -> None:
-        X = np.array(self.X)
-        costs = np.array(self.costs)
-        groups = np.array(self.groups)
-        best = {g: costs[groups == g].min() for g in np.unique(groups)}
-        label = np.array([best[g] for g in groups]) / costs
-        params = dict(self.base.ranker.get_params()) if self.base is not None else {}
-        # leaves small enough for a session's few measurements
-        min_child = min(params.get("min_child_samples", 20), max(2, len(costs) // 10))
-        params.update(n_estimators=self.update_trees, random_state=self.seed,
-                      min_child_samples=min_child)
-        if self.base is None:
-            ranker = GBCostRanker(**params).fit(X, label, groups=groups)
-            self.current = SavedModel(ranker, self.columns(), extra={"online": True})
-            return
-        # more trees on the base booster's own input (gated when the base model is)
-        ranker = GBCostRanker(**params).fit(self.base.transform(X, self.base.columns), label,
-                                            groups=groups, init_model=self.base.ranker.booster_)
-        self.current = SavedModel(ranker, self.base.columns, extra={"online": True},
-                                  gate=self.base.gate)
 
     def predict(self, context, candidates) -> np.ndarray:
         import time
@@ -183,13 +153,7 @@ class GbxferCostModel(PyCostModel):
         if not candidates:
             return np.zeros(0)
         start = time.perf_counter()
-        if self.current is None:
-            scores = self.rng.random(len(candidates))
-        else:
-            _, X = self.features(context, candidates)
-            raw = self.current.predict(X, self.columns())
-            span = raw.max() - raw.min()
-            scores = (raw - raw.min()) / span if span > 0 else np.full(len(raw), 0.5)
+        key, X = self.features(context, candidates)
+        scores = self.online.score(X, key)
         self.predict_seconds += time.perf_counter() - start
         return np.asarray(scores, dtype="float64") + 1e-6
-

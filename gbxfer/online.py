@@ -1,0 +1,206 @@
+"""Online updates in a tuning run: the run's own measurements come to outrank the prior.
+
+A tuning run measures its candidates in rounds. :class:`OnlineModel` keeps the measurements and
+ranks new candidates with two models:
+
+* ``refined``: the prior model (pretrained or calibrated) boosted a few trees further on the
+  run's measurements;
+* ``session``: a model of the run's measurements alone, as TVM's XGBModel is.
+
+A batch of candidates of one task is scored ``(1 - w) * rank(refined) + w * rank(session)``,
+each model's scores turned into ranks in [0, 1] within the batch. ``w`` is the task's own:
+after every round of a task it becomes the weight of :data:`WEIGHTS` whose blend ranked the
+task's latest ``window`` rounds best *before they were seen*: each round is scored with the
+predictions the two models made before they were refitted on it (prequential pairwise accuracy,
+pairs within one round). Ties keep the smaller weight: for each task the prior leads until the
+run's own model ranks that task's new measurements better, and gives way as soon as it does (a
+task not measured yet is ranked by the refined prior: the session model knows nothing of it). Without a prior (a cold start) the scores are random until
+``min_samples`` measurements, then the session model's.
+
+``mode`` selects an ablation: ``blend`` (the default), ``refine`` (``w = 0`` always: gbxfer's
+update before 2026-12-02), ``session`` (``w = 1`` once the session model exists) and ``prior``
+(never updated).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import GbxferError
+from .metrics import group_indices, pairwise_accuracy
+from .model import GBCostRanker, SavedModel
+
+WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
+MODES = ("blend", "refine", "session", "prior")
+
+
+def batch_ranks(scores: np.ndarray) -> np.ndarray:
+    """Scores as ranks in [0, 1] within their batch (ties share their mean rank; one
+    candidate: 0.5)."""
+    from scipy.stats import rankdata
+
+    scores = np.asarray(scores, dtype=float)
+    if len(scores) < 2:
+        return np.full(len(scores), 0.5)
+    return (rankdata(scores) - 1) / (len(scores) - 1)
+
+
+def blend(refined, session, weight: float) -> np.ndarray:
+    """The blended score of one batch from the two models' raw scores (``None``: no model)."""
+    if session is None or (weight == 0 and refined is not None):
+        return batch_ranks(refined)
+    if refined is None or weight == 1:
+        return batch_ranks(session)
+    return (1 - weight) * batch_ranks(refined) + weight * batch_ranks(session)
+
+
+class OnlineModel:
+    """A prior cost model updated by a tuning run's measurements (see the module docstring).
+
+    Parameters
+    ----------
+    prior : SavedModel or None
+        The model before the run; ``None`` starts cold.
+    columns : list of str
+        The feature columns of the rows given to :meth:`score` and :meth:`observe` (the prior's
+        own when there is one).
+    mode : {"blend", "refine", "session", "prior"}
+    update_trees : int
+        Trees the refined model adds to the prior, refitted after every round.
+    session_trees : int
+        Trees of the session model.
+    min_samples : int
+        Measurements needed before the models are fitted.
+    window : int
+        Rounds the blend weight is chosen on.
+    seed : int
+    """
+
+    def __init__(self, prior: SavedModel | None, columns, mode: str = "blend",
+                 update_trees: int = 20, session_trees: int = 100, min_samples: int = 16,
+                 window: int = 3, seed: int = 0):
+        if mode not in MODES:
+            raise GbxferError(f"online mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if prior is None and mode in ("refine", "prior"):
+            raise GbxferError(f"online mode {mode!r} needs a prior model")
+        self.prior, self.columns, self.mode = prior, list(columns), mode
+        self.update_trees, self.session_trees = update_trees, session_trees
+        self.min_samples, self.window, self.seed = min_samples, window, seed
+        self.rng = np.random.default_rng(seed)
+        self.refined, self.session = prior, None
+        self.weight: dict[str, float] = {}  # the session model's weight, per task
+        # the run's valid measurements, one row each, with the round they came in and the
+        # scores the two models gave them before seeing them
+        self.X: list[np.ndarray] = []
+        self.costs: list[float] = []
+        self.groups: list[str] = []
+        self.rounds: list[int] = []
+        self.seen: list[tuple[float, float]] = []
+        self.weights: list[tuple[str, float]] = []  # (task, weight) chosen after each round
+
+    # ----------------------------------------------------------------- scoring
+    def _raw(self, X) -> tuple:
+        refined = None if self.refined is None else self.refined.predict(X, self.columns)
+        session = None if self.session is None else self.session.predict(X, self.columns)
+        return refined, session
+
+    def weight_of(self, group: str) -> float:
+        """The session model's weight in the scores of task ``group``."""
+        return self.weight.get(str(group), 0.0 if self.refined is not None else 1.0)
+
+    def score(self, X, group: str) -> np.ndarray:
+        """Scores in [0, 1] of one batch of candidates of task ``group`` (features ``X``),
+        higher = faster."""
+        X = np.asarray(X, dtype=float)
+        refined, session = self._raw(X)
+        if refined is None and session is None:
+            return self.rng.random(len(X))
+        return blend(refined, session, self.weight_of(group))
+
+    # ----------------------------------------------------------------- updating
+    def observe(self, X, costs, group: str) -> None:
+        """One round's measurements of task ``group``: features ``X`` and costs in seconds
+        (NaN or inf for a failed run, which is skipped)."""
+        X, costs = np.asarray(X, dtype=float), np.asarray(costs, dtype=float)
+        ok = np.isfinite(costs) & (costs > 0)
+        if not ok.any():
+            return
+        X, costs = X[ok], costs[ok]
+        refined, session = self._raw(X)
+        nan = np.full(len(X), np.nan)
+        self.seen += list(zip(nan if refined is None else refined,
+                              nan if session is None else session))
+        round_ = self.rounds[-1] + 1 if self.rounds else 0
+        self.X += list(X)
+        self.costs += list(costs)
+        self.groups += [str(group)] * len(X)
+        self.rounds += [round_] * len(X)
+        self._fit(str(group))
+
+    def _fit(self, group: str | None) -> None:
+        if self.mode == "prior" or len(self.costs) < self.min_samples:
+            return
+        X, costs, groups = np.array(self.X), np.array(self.costs), np.array(self.groups)
+        best = {g: costs[groups == g].min() for g in np.unique(groups)}
+        label = np.array([best[g] for g in groups]) / costs
+        params = dict(self.prior.ranker.get_params()) if self.prior is not None else {}
+        # leaves small enough for a run's few measurements
+        params.update(random_state=self.seed, min_child_samples=min(
+            params.get("min_child_samples", 20), max(2, len(costs) // 10)))
+        if self.mode in ("blend", "session") or self.prior is None:
+            ranker = GBCostRanker(**{**params, "n_estimators": self.session_trees}).fit(
+                X, label, groups=groups)
+            self.session = SavedModel(ranker, self.columns, extra={"online": "session"})
+        if self.prior is not None and self.mode in ("blend", "refine"):
+            prior = self.prior
+            ranker = GBCostRanker(**{**params, "n_estimators": self.update_trees}).fit(
+                prior.transform(X, self.columns), label, groups=groups,
+                init_model=prior.ranker.booster_)
+            self.refined = SavedModel(ranker, prior.columns, extra={"online": "refined"},
+                                      gate=prior.gate)
+        for g in [group] if group is not None else sorted(set(self.groups)):
+            self.weight[g] = self.choose_weight(g)
+            self.weights.append((g, self.weight[g]))
+
+    def choose_weight(self, group: str) -> float:
+        """The session model's weight for the next round of task ``group`` (see the module
+        docstring)."""
+        if self.refined is None or self.mode == "session":
+            return 1.0
+        if self.mode != "blend":
+            return 0.0
+        seen = np.array(self.seen, dtype=float).reshape(-1, 2)
+        rounds = np.array(self.rounds)
+        rows = (np.array(self.groups) == group) & np.isfinite(seen).all(axis=1)
+        rows &= np.isin(rounds, np.unique(rounds[rows])[-self.window:])
+        if not rows.any():
+            return 0.0
+        keys = rounds[rows]
+        costs = np.array(self.costs)[rows]
+        best_weight, best_accuracy = 0.0, -np.inf
+        for weight in WEIGHTS:
+            blended = np.empty(len(costs))
+            for idx in group_indices(keys):
+                blended[idx] = blend(seen[rows][idx, 0], seen[rows][idx, 1], weight)
+            accuracy = pairwise_accuracy(costs, blended, keys)
+            if np.isfinite(accuracy) and accuracy > best_accuracy + 1e-12:
+                best_weight, best_accuracy = weight, accuracy
+        return best_weight
+
+    # ----------------------------------------------------------------- state
+    def state(self) -> dict:
+        """The run's measurements as arrays (with :meth:`restore`, a saved run)."""
+        width = len(self.X[0]) if self.X else len(self.columns)
+        return {"X": np.array(self.X, dtype=float).reshape(-1, width),
+                "costs": np.array(self.costs, dtype=float),
+                "groups": np.array(self.groups, dtype=str),
+                "rounds": np.array(self.rounds, dtype=int),
+                "seen": np.array(self.seen, dtype=float).reshape(-1, 2)}
+
+    def restore(self, state: dict) -> None:
+        """Take a saved run's measurements and refit the models on them."""
+        self.X, self.costs = list(state["X"]), [float(c) for c in state["costs"]]
+        self.groups, self.rounds = [str(g) for g in state["groups"]], \
+            [int(r) for r in state["rounds"]]
+        self.seen = [tuple(s) for s in state["seen"]]
+        self.refined, self.session, self.weight, self.weights = self.prior, None, {}, []
+        self._fit(None)

@@ -1,0 +1,111 @@
+"""Online updates: the run's own measurements outrank a wrong prior, and leave a right one."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gbxfer.errors import GbxferError
+from gbxfer.model import GBCostRanker, SavedModel
+from gbxfer.online import OnlineModel, batch_ranks, blend
+
+COLUMNS = [f"program.f{i}" for i in range(4)]
+
+
+def _latency(X, sign):
+    return np.exp(sign * X[:, 0] + 0.1 * X[:, 1])
+
+
+@pytest.fixture(scope="module")
+def prior():
+    """A prior that learnt 'latency grows with f0' on its own machine."""
+    X = np.random.default_rng(0).normal(size=(400, 4))
+    latency = _latency(X, +1)
+    label = latency.min() / latency
+    ranker = GBCostRanker(n_estimators=40, random_state=0).fit(X, label)
+    return SavedModel(ranker, COLUMNS)
+
+
+def _run(model, sign, rounds=8, batch=16, seed=1):
+    """A replayed search over a pool of 1,000 candidates: each round measures the batch the
+    model ranks best among those not measured yet; returns the best latency found after every
+    round over the pool's best."""
+    rng = np.random.default_rng(seed)
+    pool = rng.normal(size=(1000, 4))
+    latency = _latency(pool, sign)
+    left = np.ones(len(pool), bool)
+    curve = []
+    for _ in range(rounds):
+        chosen = np.flatnonzero(left)[np.argsort(-model.score(pool[left], "task"), kind="stable")[:batch]]
+        left[chosen] = False
+        model.observe(pool[chosen], latency[chosen], "task")
+        curve.append(latency[~left].min() / latency.min())
+    return curve
+
+
+def test_batch_ranks_and_blend():
+    assert np.allclose(batch_ranks([3.0, 1.0, 2.0]), [1.0, 0.0, 0.5])
+    assert np.allclose(batch_ranks([1.0, 1.0]), [0.5, 0.5]) and batch_ranks([7.0])[0] == 0.5
+    assert np.allclose(blend([1, 2, 3], [3, 2, 1], 0.5), 0.5)
+    assert np.allclose(blend([1, 2, 3], None, 0.5), [0, 0.5, 1])
+    assert np.allclose(blend(None, [3, 2, 1], 0.0), [1, 0.5, 0])
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_wrong_prior_gives_way_to_the_runs_own_data(prior, seed):
+    """Where the order is reversed, the blend moves its weight to the session model as soon as
+    that ranks the new rounds better, and finds the pool's best in a few rounds; the prior
+    refined alone is still far off."""
+    blended = OnlineModel(prior, COLUMNS, "blend", min_samples=16)
+    curve = _run(blended, sign=-1, seed=seed)
+    refine = _run(OnlineModel(prior, COLUMNS, "refine", min_samples=16), sign=-1, seed=seed)
+    frozen = _run(OnlineModel(prior, COLUMNS, "prior"), sign=-1, seed=seed)
+    assert frozen[-1] > 20  # the prior alone never gets near
+    assert min(w for _, w in blended.weights[1:4]) >= 0.75
+    assert curve[3] < 1.5 and refine[3] > 10 * curve[3]
+
+
+def test_a_right_prior_keeps_the_lead(prior):
+    blended = OnlineModel(prior, COLUMNS, "blend", min_samples=16)
+    assert _run(blended, sign=+1) == [1.0] * 8  # the pool's best, from the first round
+    assert np.mean([w for _, w in blended.weights]) < 0.5
+
+
+def test_modes(prior):
+    frozen = OnlineModel(prior, COLUMNS, "prior")
+    _run(frozen, sign=-1, rounds=3)
+    assert frozen.refined is prior and frozen.session is None and len(frozen.costs) == 48
+    refine = OnlineModel(prior, COLUMNS, "refine")
+    _run(refine, sign=-1, rounds=3)
+    assert refine.session is None and refine.refined is not prior and set(refine.weights) == {("task", 0)}
+    with pytest.raises(GbxferError, match="needs a prior"):
+        OnlineModel(None, COLUMNS, "refine")
+    with pytest.raises(GbxferError, match="online mode"):
+        OnlineModel(prior, COLUMNS, "average")
+
+
+def test_cold_start_is_random_then_learns():
+    cold = OnlineModel(None, COLUMNS, min_samples=32, seed=3)
+    X = np.random.default_rng(5).normal(size=(16, 4))
+    first = cold.score(X, "t")
+    assert np.array_equal(first, OnlineModel(None, COLUMNS, min_samples=32, seed=3).score(X, "t"))
+    cold.observe(X, _latency(X, -1), "t")
+    assert cold.session is None  # 16 < 32
+    curve = _run(cold, sign=-1, rounds=4)
+    assert cold.session is not None and cold.weight_of("task") == 1 and curve[-1] < 1.5
+
+
+def test_failed_measurements_are_skipped_and_a_saved_run_restores(prior):
+    model = OnlineModel(prior, COLUMNS, min_samples=8)
+    X = np.random.default_rng(2).normal(size=(12, 4))
+    costs = _latency(X, -1)
+    costs[[0, 5]] = [np.nan, np.inf]
+    model.observe(X, costs, "t")
+    model.observe(X[:0], costs[:0], "t")  # nothing measured
+    assert len(model.costs) == 10 and model.rounds == [0] * 10
+    _run(model, sign=-1, rounds=3)
+    again = OnlineModel(prior, COLUMNS, min_samples=8)
+    again.restore(model.state())
+    test = np.random.default_rng(9).normal(size=(50, 4))
+    assert again.weight == model.weight and set(model.weight) == {"t", "task"}
+    for task in ("t", "task", "unseen"):
+        assert np.allclose(again.score(test, task), model.score(test, task))
