@@ -4,8 +4,8 @@ The driver verifies the dataset's checksums and reads only its tasks table; the 
 into partitions (every task x hardware group whole, as ranking objectives need), and each
 worker reads its tasks' records from the dataset's Parquet file, keeps the training part of
 the split and builds their features and labels, so that the records never have to fit in one
-process. ``xgboost.dask`` trains on the partitions; the booster becomes an ordinary gbxfer
-model. The workers read the dataset by its path: on a cluster of several machines it must lie
+process. ``xgboost.dask`` (XGBoost configs) or ``lightgbm.dask`` (LightGBM configs) trains on
+the partitions; the booster becomes an ordinary gbxfer model. The workers read the dataset by its path: on a cluster of several machines it must lie
 on a file system they share.
 """
 from __future__ import annotations
@@ -88,18 +88,16 @@ def _meta(columns) -> pd.DataFrame:
 
 def train_on_dask(path, config: ModelConfig | dict, client, split: SplitSpec | None = None,
                   seed: int = 0, partitions: int | None = None) -> SavedModel:
-    """A model trained with ``xgboost.dask`` on the dataset folder ``path`` (its training part
-    under ``split``), the same model :func:`gbxfer.training.train` would fit up to the
-    distributed histograms. XGBoost configs only; no per-store block, no attention."""
+    """A model trained with ``xgboost.dask`` or ``lightgbm.dask`` (by the config's backend) on
+    the dataset folder ``path`` (its training part under ``split``), the same model
+    :func:`gbxfer.training.train` would fit up to the distributed histograms. No per-store
+    block, no attention."""
     import dask
     import dask.dataframe as dd
-    import xgboost.dask as dxgb
 
     config = as_model_config(config)
     ranker = GBCostRanker(**{"random_state": seed, **config.params})
-    if ranker.backend != "xgboost":
-        raise GbxferError("training on Dask takes XGBoost configs (backend: xgboost); "
-                          "lightgbm.dask is not supported yet")
+    ranker._objective()  # a bad backend or objective: the estimator's own error
     if "per_store" in config.blocks or config.attention or config.descriptor_dropout:
         raise GbxferError("training on Dask takes the program, workload and hardware blocks, "
                           "without attention or descriptor dropout")
@@ -124,11 +122,34 @@ def train_on_dask(path, config: ModelConfig | dict, client, split: SplitSpec | N
         lambda y: pd.Series(relevance_grades(y, ranker.relevance_levels).astype(float),
                             index=y.index),
         meta=("__label", float))
-    qid = None if objective == "regression" else frame["__group"]
-    train_set = dxgb.DaskDMatrix(client, frame[columns], label, qid=qid)
-    params = {**ranker.xgboost_params(objective), "nthread": 1}
-    booster = dxgb.train(client, params, train_set,
-                             num_boost_round=ranker.n_estimators)["booster"]
+    train_booster = _lightgbm_booster if ranker.backend == "lightgbm" else _xgboost_booster
+    booster = train_booster(client, ranker, objective, frame, columns, label)
     ranker.booster_, ranker.objective_, ranker.n_features_in_ = booster, objective, len(columns)
     return SavedModel(ranker, columns, sorted(hardware), split.to_dict() if split else None,
                       ids.tolist(), extra={"trained_on": "dask"})
+
+
+def _xgboost_booster(client, ranker, objective, frame, columns, label):
+    import xgboost.dask as dxgb
+
+    qid = None if objective == "regression" else frame["__group"]
+    train_set = dxgb.DaskDMatrix(client, frame[columns], label, qid=qid)
+    params = {**ranker.xgboost_params(objective), "nthread": 1}
+    return dxgb.train(client, params, train_set, num_boost_round=ranker.n_estimators)["booster"]
+
+
+def _lightgbm_booster(client, ranker, objective, frame, columns, label):
+    """``lightgbm.dask``: one LightGBM network over the workers; the group sizes of a ranking
+    objective go with their partitions (each partition holds whole groups, in order)."""
+    import lightgbm as lgb
+
+    params = {k: v for k, v in ranker.lightgbm_params(objective).items()
+              if k != "num_threads"}  # lightgbm.dask sets it from each worker's threads
+    params["n_estimators"] = ranker.n_estimators
+    if objective == "regression":
+        model = lgb.DaskLGBMRegressor(client=client, **params)
+        return model.fit(frame[columns], label).booster_
+    sizes = frame["__group"].map_partitions(
+        lambda g: pd.Series(g.groupby(g, sort=False).size().to_numpy()), meta=("size", "int64"))
+    model = lgb.DaskLGBMRanker(client=client, **params)
+    return model.fit(frame[columns], label, group=sizes).booster_

@@ -28,6 +28,7 @@ from _bench import ci95, experiment, mean_ci
 
 from gbxfer import SplitSpec
 from gbxfer.metrics import ranking_report
+from gbxfer.features._cross import cross_rows
 from gbxfer.model import GBCostRanker, load_model_config
 
 VARIANTS = {
@@ -44,26 +45,9 @@ RANKED = "program columns ranked per task"
 
 
 def cross_features(fm) -> np.ndarray:
-    """Differences of logs that trees cannot form themselves (see the module docstring)."""
+    """The ``cross`` block (gbxfer.features._cross) of ``fm``'s rows."""
     col = {c: i for i, c in enumerate(fm.columns)}
-
-    def g(name):
-        return fm.X[:, col[name]].astype(float)
-
-    def levels(role, *lv):
-        return sum(g(f"program.{role}_level{i}_log2") for i in lv)
-
-    lanes = np.log2(1 + g("hardware.vector_bits") / 32)
-    return np.column_stack([
-        g("program.vectorize_log2") - lanes,
-        g("program.parallel_log2") - np.log2(1 + g("hardware.threads")),
-        levels("sp", 0, 1) + levels("rd", 0) + 2 - np.log2(g("hardware.l1d_kb") * 1024),
-        levels("sp", 0, 1, 2) + levels("rd", 0, 1) + 2 - np.log2(g("hardware.l2_kb") * 1024),
-        g("workload.log2_flops") - np.log2(g("hardware.peak_gflops")),
-        g("workload.out_log2_size") - levels("sp", 0, 1),
-        levels("sp", 0) + levels("rd", 0),
-        g("program.sp_axis0_level0_log2") - lanes,
-    ]).astype(np.float32)
+    return cross_rows(lambda name: fm.X[:, col[name]].astype(float))
 
 
 def relative_features(fm) -> np.ndarray:

@@ -155,3 +155,29 @@ def test_program_features_from_two_processes_are_the_same_bit_for_bit():
     one = build(part, ["program", "workload"])
     two = build(part, ["program", "workload"], n_jobs=2)
     assert one.columns == two.columns and np.array_equal(one.X, two.X, equal_nan=True)
+
+
+def test_cross_block_is_the_program_against_its_hardware():
+    """The cross block of the bundled data: finite where every descriptor field is known,
+    computed from the other blocks' columns, and the same matrix alone or beside them."""
+    from gbxfer import load_bundled
+
+    bundled = load_bundled()
+    sample = bundled.select(bundled.records["task_key"].isin(
+        bundled.tasks["task_key"].tolist()[:3]).to_numpy())
+    full = build(sample, ["program", "workload", "hardware", "cross"])
+    alone = build(sample, ["cross"])
+    cross = full.X[:, [full.columns.index(c) for c in alone.columns]]
+    assert alone.columns == [f"cross.{c}" for c in
+                             ("vector_over_lanes", "parallel_over_threads", "l1_tile_over_l1d",
+                              "l2_tile_over_l2", "ideal_time", "outer_iterations",
+                              "register_tile", "inner_tile_over_lanes")]
+    assert np.array_equal(cross, alone.X) and np.isfinite(cross).all()
+
+    def col(name):
+        return full.X[:, full.columns.index(name)].astype(float)
+
+    lanes = np.log2(1 + col("hardware.vector_bits") / 32)
+    assert np.allclose(col("cross.vector_over_lanes"), col("program.vectorize_log2") - lanes,
+                       atol=1e-5)
+    assert len(np.unique(col("cross.vector_over_lanes"))) > 1

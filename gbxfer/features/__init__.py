@@ -10,6 +10,7 @@ Blocks:
 - ``program``: schedule-primitive features (:mod:`gbxfer.features._program`), no TVM needed;
 - ``workload``: operator kind, shapes, FLOPs, bytes (:mod:`gbxfer.features._workload`);
 - ``hardware``: the :class:`~gbxfer.hardware.HardwareDescriptor` of each record's profile;
+- ``cross``: the program against the hardware and workload (:mod:`gbxfer.features._cross`);
 - ``per_store``: TVM's per-store features aggregated per program, read from the dataset's
   precomputed table (``gbxfer features DATASET --per-store`` computes it with TVM; the bundled
   dataset ships it) or given as ``per_store=``; NaN where none was computed (for example where
@@ -27,10 +28,10 @@ from ..errors import GbxferError
 from ..hardware.descriptor import FIELDS as HARDWARE_FIELDS
 from ..hardware.descriptor import HardwareDescriptor
 from ..hardware.profiles import load_profile
-from . import _program, _workload
+from . import _cross, _program, _workload
 from ._program import ProgramFeaturizer
 
-BLOCKS = ("program", "workload", "hardware", "per_store")
+BLOCKS = ("program", "workload", "hardware", "cross", "per_store")
 
 
 @dataclasses.dataclass
@@ -82,19 +83,26 @@ class FeatureMatrix:
 def block_columns(block: str, per_store_columns=()) -> list[str]:
     """Column names of one block (``per_store``'s come from its table)."""
     names = {"program": _program.COLUMNS, "workload": _workload.COLUMNS,
-             "hardware": HARDWARE_FIELDS}.get(block, per_store_columns)
+             "hardware": HARDWARE_FIELDS, "cross": _cross.COLUMNS}.get(block, per_store_columns)
     return [f"{block}.{c}" for c in names]
 
 
 def stack_blocks(blocks, n: int, rows: dict) -> np.ndarray:
     """The (n, total width) float32 matrix of ``blocks`` in order: ``rows[block]`` is an (n, k)
     array, a (k,) row shared by all n records, or a function returning either (called only
-    for blocks asked for)."""
-    parts = []
-    for block in blocks:
-        part = rows[block]() if callable(rows[block]) else rows[block]
-        part = np.asarray(part, dtype=np.float32)
-        parts.append(np.broadcast_to(part, (n, len(part))) if part.ndim == 1 else part)
+    for blocks asked for); the ``cross`` block is computed from the program, workload and
+    hardware rows."""
+    def part(block):
+        value = rows[block]() if callable(rows[block]) else rows[block]
+        value = np.asarray(value, dtype=np.float32)
+        return np.broadcast_to(value, (n, len(value))) if value.ndim == 1 else value
+
+    if "cross" in blocks and "cross" not in rows:
+        needed = {b: part(b) for b in _cross.NEEDS}
+        index = {c: (b, i) for b in _cross.NEEDS for i, c in enumerate(block_columns(b))}
+        rows = {**rows, **needed, "cross": _cross.cross_rows(
+            lambda c: needed[index[c][0]][:, index[c][1]].astype(float))}
+    parts = [part(block) for block in blocks]
     return np.hstack(parts) if parts else np.empty((n, 0), dtype=np.float32)
 
 
@@ -209,14 +217,16 @@ def build(dataset: Dataset, blocks=("program", "workload", "hardware"),
         raise GbxferError(f"unknown feature block {unknown[0]!r}; blocks: {', '.join(BLOCKS)}")
     dataset.validate()  # labels from out-of-domain latencies would train without complaint
     r = dataset.records
-    rows, columns = {}, []
-    for block in blocks:
+    rows, columns_of = {}, {}
+    for block in [b for b in BLOCKS if b in blocks or (b in _cross.NEEDS and "cross" in blocks)]:
         if block == "program":
             X, cols = program_block(r, n_jobs=n_jobs)
         elif block == "workload":
             X, cols = workload_block(r, dataset.tasks)
         elif block == "hardware":
             X, cols = hardware_block(r)
+        elif block == "cross":
+            continue  # stack_blocks computes it from the three above
         else:
             per_store = dataset.per_store if per_store is None else per_store
             if per_store is None:
@@ -226,7 +236,9 @@ def build(dataset: Dataset, blocks=("program", "workload", "hardware"),
             X = per_store.reindex(r["program_id"]).to_numpy(dtype=np.float32)
             cols = block_columns("per_store", per_store.columns)
         rows[block] = X
-        columns += cols
+        if block in blocks:
+            columns_of[block] = cols
+    columns = [c for b in blocks for c in columns_of.get(b, block_columns(b))]
     meta = r[["record_id", "program_id", "task_key", "hardware", "hardware_family", "latency",
               "valid"]].copy()
     meta["group"] = meta["task_key"] + "|" + meta["hardware"]

@@ -134,6 +134,14 @@ class GBCostRanker(BaseEstimator):
     def _fit_lightgbm(self, X, label, sizes, weight, objective, init_model):
         import lightgbm as lgb
 
+        params = self.lightgbm_params(objective)
+        data = lgb.Dataset(X, label, weight=weight,
+                           group=None if objective == "regression" else sizes,
+                           params={"verbosity": -1}, free_raw_data=True)
+        return lgb.train(params, data, num_boost_round=self.n_estimators, init_model=init_model)
+
+    def lightgbm_params(self, objective: str) -> dict:
+        """The LightGBM training parameters of this estimator."""
         params = {"objective": objective, "learning_rate": self.learning_rate,
                   "num_leaves": self.num_leaves, "max_depth": self.max_depth,
                   "min_child_samples": self.min_child_samples,
@@ -144,10 +152,7 @@ class GBCostRanker(BaseEstimator):
         if objective != "regression":
             params["label_gain"] = list(range(self.relevance_levels))
             params["lambdarank_truncation_level"] = 30
-        data = lgb.Dataset(X, label, weight=weight,
-                           group=None if objective == "regression" else sizes,
-                           params={"verbosity": -1}, free_raw_data=True)
-        return lgb.train(params, data, num_boost_round=self.n_estimators, init_model=init_model)
+        return params
 
     def xgboost_params(self, objective: str) -> dict:
         """The XGBoost training parameters of this estimator (LightGBM names mapped)."""
