@@ -1,13 +1,13 @@
 """By-task ranking quality against the number of training tasks: does the model need more tasks?
 
-    python scripts/learning_curve.py [--dataset bundled] [--seeds 5]
+    python scripts/learning_curve.py [--dataset bundled] [--seeds 5] [--name learning_curve]
 
 For each seed, the by-task split (test fraction 0.3) fixes the test tasks; the models train on
 a seeded random subset of the remaining tasks (25%, 50%, 75%, 100% of them, nested) with both
 model configs (default XGBoost regression, LightGBM lambdarank) and are scored on the same test
 part. Mean +- 95% CI over seeds. A curve still rising at 100% says that more training tasks,
 not a different model, is what the by-task targets need.
-Results: scripts/results/learning_curve.{json,csv,png}.
+Results: scripts/results/<name>.{json,csv,png}.
 """
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ METRICS = ("pca", "top1", "top5")
 
 
 def main() -> None:
-    args, dataset, fm = experiment(__doc__)
+    args, dataset, fm = experiment(__doc__, options=lambda p: p.add_argument(
+        "--name", default="learning_curve", help="results file name"))
     r = fm.records
     configs = {"default": load_model_config(), "lambdarank": load_model_config("lambdarank")}
     results: dict = {}
@@ -49,11 +50,11 @@ def main() -> None:
                      "train_tasks": float(np.mean([rep["n_tasks"] for rep in reports])),
                      **mean_ci(reports, METRICS)})
     print_table(rows)
-    write_results("learning_curve", rows, dataset=args.dataset, test_fraction=0.3)
-    plot(rows)
+    write_results(args.name, rows, dataset=args.dataset, test_fraction=0.3)
+    plot(rows, args.name)
 
 
-def plot(rows) -> None:
+def plot(rows, name) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -61,17 +62,17 @@ def plot(rows) -> None:
 
     fig, axes = plt.subplots(1, len(METRICS), figsize=(4 * len(METRICS), 3.2))
     for ax, metric in zip(axes, METRICS):
-        for name in dict.fromkeys(row["config"] for row in rows):
-            own = [row for row in rows if row["config"] == name]
+        for config in dict.fromkeys(row["config"] for row in rows):
+            own = [row for row in rows if row["config"] == config]
             ax.errorbar([row["train_tasks"] for row in own], [row[metric] for row in own],
                         yerr=[row[f"{metric}_ci"] for row in own], marker="o", capsize=3,
-                        label=name)
+                        label=config)
         ax.set_xlabel("training tasks")
         ax.set_title(metric)
         ax.grid(alpha=0.3)
     axes[0].legend()
     fig.tight_layout()
-    fig.savefig(RESULTS / "learning_curve.png", dpi=120)
+    fig.savefig(RESULTS / f"{name}.png", dpi=120)
 
 
 if __name__ == "__main__":
