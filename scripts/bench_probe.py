@@ -1,6 +1,7 @@
 """The probe's peak against the ISA's theoretical peak and the best measured matmul, per profile.
 
     python scripts/bench_probe.py [--profiles x86-avx2-1t,...] [--repeats 3] [--dataset bundled]
+                                  [--name bench_probe]
 
 For each hardware profile (configs/hardware/*.yaml) whose ISA this CPU executes: the probe
 (`gbxfer.hardware.probe.probe`, the profile's ISA and thread count) run ``--repeats`` times;
@@ -9,7 +10,7 @@ lane per cycle x threads, `gbxfer.hardware.microarch`); their ratio (target: >= 
 best GFLOP/s of any valid program of the dataset measured on that profile, over matmul-like
 tasks (dense, batch_matmul, matmul, conv) and over all tasks — which must not beat the probe.
 Run on an idle machine (2-thread profiles need every core). Results:
-scripts/results/bench_probe.{json,csv}.
+scripts/results/<name>.{json,csv}.
 """
 from __future__ import annotations
 
@@ -60,6 +61,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=0.25,
                         help="seconds per repetition of the probe's FMA kernel")
     parser.add_argument("--dataset", default="bundled")
+    parser.add_argument("--name", default="bench_probe", help="results file name")
     args = parser.parse_args()
     names = args.profiles.split(",") if args.profiles else sorted(p.stem for p in
                                                                   CONFIGS.glob("*.yaml"))
@@ -100,7 +102,7 @@ def main() -> None:
     print(f"\nmachine: {host_machine()}")
     print(f"probe within {1 - TARGET_RATIO:.0%} of the theoretical peak: {close}/{len(rows)}; "
           f"profiles where a bundled matmul beats the probe (must be 0): {beaten}")
-    write_results("bench_probe", rows, dataset=str(args.dataset), machine_name=host_machine(),
+    write_results(args.name, rows, dataset=str(args.dataset), machine_name=host_machine(),
                   repeats=args.repeats, seconds=args.seconds,
                   summary={"profiles": len(rows), "within_target": close,
                            "matmul_beats_probe": beaten})
