@@ -13,8 +13,11 @@ after every round of a task it becomes the weight of :data:`WEIGHTS` whose blend
 task's latest ``window`` rounds best *before they were seen*: each round is scored with the
 predictions the two models made before they were refitted on it (prequential pairwise accuracy,
 pairs within one round). Ties keep the smaller weight: for each task the prior leads until the
-run's own model ranks that task's new measurements better, and gives way as soon as it does (a
-task not measured yet is ranked by the refined prior: the session model knows nothing of it). Without a prior (a cold start) the scores are random until
+run's own model ranks that task's new measurements better, and gives way as soon as it does. A
+task not measured yet is ranked by the refined prior (the session model knows nothing of it),
+unless the refined prior has ranked the run's rounds so far no better than chance (prequential
+pairwise accuracy <= 0.5 over every round): then its first round is drawn at random, which
+finds better programs than a misleading prior and teaches the session model more. Without a prior (a cold start) the scores are random until
 ``min_samples`` measurements, then the session model's.
 
 ``mode`` selects an ablation: ``blend`` (the default), ``refine`` (``w = 0`` always: gbxfer's
@@ -96,6 +99,7 @@ class OnlineModel:
         self.rounds: list[int] = []
         self.seen: list[tuple[float, float]] = []
         self.weights: list[tuple[str, float]] = []  # (task, weight) chosen after each round
+        self.prior_accuracy = float("nan")  # the refined prior's prequential PCA so far
 
     # ----------------------------------------------------------------- scoring
     def _raw(self, X) -> tuple:
@@ -112,7 +116,9 @@ class OnlineModel:
         higher = faster."""
         X = np.asarray(X, dtype=float)
         refined, session = self._raw(X)
-        if refined is None and session is None:
+        if refined is None and session is None or (
+                self.mode == "blend" and str(group) not in self.weight
+                and self.prior_accuracy <= 0.5):
             return self.rng.random(len(X))
         return blend(refined, session, self.weight_of(group))
 
@@ -157,6 +163,11 @@ class OnlineModel:
                 init_model=prior.ranker.booster_)
             self.refined = SavedModel(ranker, prior.columns, extra={"online": "refined"},
                                       gate=prior.gate)
+        seen = np.array(self.seen, dtype=float).reshape(-1, 2)[:, 0]
+        if np.isfinite(seen).any():
+            rows = np.isfinite(seen)
+            self.prior_accuracy = pairwise_accuracy(np.array(self.costs)[rows], seen[rows],
+                                                    np.array(self.rounds)[rows])
         for g in [group] if group is not None else sorted(set(self.groups)):
             self.weight[g] = self.choose_weight(g)
             self.weights.append((g, self.weight[g]))
@@ -203,4 +214,5 @@ class OnlineModel:
             [int(r) for r in state["rounds"]]
         self.seen = [tuple(s) for s in state["seen"]]
         self.refined, self.session, self.weight, self.weights = self.prior, None, {}, []
+        self.prior_accuracy = float("nan")
         self._fit(None)
