@@ -114,9 +114,11 @@ def train_on_dask(path, config: ModelConfig | dict, client, split: SplitSpec | N
                                  split.to_dict() if split else None)
              for chunk in np.array_split(np.array(keys, dtype=object), min(n, len(keys)))]
     frame = dd.from_delayed(parts, meta=_meta(columns), verify_meta=False).persist()
-    ids, hardware = dask.compute(frame["__record_id"], frame["__hardware"].unique())
-    if len(ids) == 0:
+    lengths = frame.map_partitions(len).compute()  # a chunk of test tasks only is empty:
+    if not sum(lengths):  # no worker may get 0 rows
         raise GbxferError("nothing to train on: the training part is empty")
+    frame = frame.partitions[[i for i, n in enumerate(lengths) if n]]
+    ids, hardware = dask.compute(frame["__record_id"], frame["__hardware"].unique())
     objective = ranker._objective()
     label = frame["__label"] if objective == "regression" else frame["__label"].map_partitions(
         lambda y: pd.Series(relevance_grades(y, ranker.relevance_levels).astype(float),

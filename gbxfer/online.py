@@ -21,8 +21,8 @@ finds better programs than a misleading prior and teaches the session model more
 ``min_samples`` measurements, then the session model's.
 
 ``mode`` selects an ablation: ``blend`` (the default), ``refine`` (``w = 0`` always: gbxfer's
-update before 2026-12-02), ``session`` (``w = 1`` once the session model exists) and ``prior``
-(never updated).
+update before 2026-12-02), ``session`` (a task's first round by the prior, then ``w = 1``) and
+``prior`` (never updated).
 """
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ class OnlineModel:
         X = np.asarray(X, dtype=float)
         refined, session = self._raw(X)
         if refined is None and session is None or (
-                self.mode == "blend" and str(group) not in self.weight
+                self.mode == "blend" and str(group) not in set(self.groups)
                 and self.prior_accuracy <= 0.5):
             return self.rng.random(len(X))
         return blend(refined, session, self.weight_of(group))
@@ -168,7 +168,8 @@ class OnlineModel:
             rows = np.isfinite(seen)
             self.prior_accuracy = pairwise_accuracy(np.array(self.costs)[rows], seen[rows],
                                                     np.array(self.rounds)[rows])
-        for g in [group] if group is not None else sorted(set(self.groups)):
+        # the task just measured, and any measured before the models existed
+        for g in sorted({group} - {None} | set(self.groups) - set(self.weight)):
             self.weight[g] = self.choose_weight(g)
             self.weights.append((g, self.weight[g]))
 
@@ -208,11 +209,14 @@ class OnlineModel:
                 "seen": np.array(self.seen, dtype=float).reshape(-1, 2)}
 
     def restore(self, state: dict) -> None:
-        """Take a saved run's measurements and refit the models on them."""
+        """Take a saved run's measurements and refit the models on them (a run saved before
+        2026-12-02 has no rounds and no prequential scores: one round per row, none scored)."""
+        n = len(state["costs"])
         self.X, self.costs = list(state["X"]), [float(c) for c in state["costs"]]
-        self.groups, self.rounds = [str(g) for g in state["groups"]], \
-            [int(r) for r in state["rounds"]]
-        self.seen = [tuple(s) for s in state["seen"]]
+        self.groups = [str(g) for g in state["groups"]]
+        self.rounds = [int(r) for r in state["rounds"]] if "rounds" in state else list(range(n))
+        self.seen = [tuple(s) for s in state["seen"]] if "seen" in state else \
+            [(np.nan, np.nan)] * n
         self.refined, self.session, self.weight, self.weights = self.prior, None, {}, []
         self.prior_accuracy = float("nan")
         self._fit(None)

@@ -114,3 +114,23 @@ def test_failed_measurements_are_skipped_and_a_saved_run_restores(prior):
     assert again.prior_accuracy == model.prior_accuracy < 0.5
     assert not np.allclose(model.score(test, "unseen"), batch_ranks(
         model.refined.predict(test, COLUMNS)))
+
+
+def test_tasks_measured_before_the_models_exist_get_their_weight(prior):
+    """Rounds below min_samples fit nothing; once the models exist, every task measured so
+    far gets a weight (and is no longer treated as new)."""
+    model = OnlineModel(prior, COLUMNS, min_samples=16)
+    rng = np.random.default_rng(4)
+    for task in ("a", "b"):
+        X = rng.normal(size=(8, 4))
+        model.observe(X, _latency(X, -1), task)
+    assert set(model.weight) == {"a", "b"}
+
+
+def test_a_run_saved_before_rounds_were_kept_still_loads(prior):
+    X = np.random.default_rng(6).normal(size=(20, 4))
+    old = {"X": X, "costs": _latency(X, -1), "groups": np.array(["t"] * 20)}
+    model = OnlineModel(prior, COLUMNS, min_samples=8)
+    model.restore(old)
+    assert model.rounds == list(range(20)) and model.session is not None
+    assert model.weight == {"t": 0.0}  # nothing scored before it was seen

@@ -50,7 +50,8 @@ def add_parser(verbs, common):
                    help="how the run's measurements update the gbxfer model: blend (default: "
                         "the model refined on them, blended with a model of them alone by "
                         "which ranked the latest rounds better), refine (the model refined "
-                        "only), session (their own model only), prior (never updated)")
+                        "only), session (their own model after a task's first round), prior "
+                        "(never updated)")
     p.add_argument("--trials", type=positive_int, required=True, metavar="N",
                    help="measurements in all")
     p.add_argument("--trials-per-iter", type=positive_int, default=16, metavar="N",
