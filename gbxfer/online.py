@@ -186,13 +186,14 @@ class OnlineModel:
         rows &= np.isin(rounds, np.unique(rounds[rows])[-self.window:])
         if not rows.any():
             return 0.0
-        keys = rounds[rows]
-        costs = np.array(self.costs)[rows]
+        keys, costs, scored = rounds[rows], np.array(self.costs)[rows], seen[rows]
+        ranks = np.empty_like(scored)  # each model's ranks within its round, once
+        for idx in group_indices(keys):
+            ranks[idx] = np.column_stack([batch_ranks(scored[idx, 0]),
+                                          batch_ranks(scored[idx, 1])])
         best_weight, best_accuracy = 0.0, -np.inf
         for weight in WEIGHTS:
-            blended = np.empty(len(costs))
-            for idx in group_indices(keys):
-                blended[idx] = blend(seen[rows][idx, 0], seen[rows][idx, 1], weight)
+            blended = (1 - weight) * ranks[:, 0] + weight * ranks[:, 1]  # as blend() does
             accuracy = pairwise_accuracy(costs, blended, keys)
             if np.isfinite(accuracy) and accuracy > best_accuracy + 1e-12:
                 best_weight, best_accuracy = weight, accuracy
