@@ -21,10 +21,12 @@ from .features import block_columns, build
 from .model import GBCostRanker, ModelConfig, SavedModel
 from .model._ranker import relevance_grades
 from .model._config import as_model_config
-from .records.dataset import Dataset, verified_tasks
+from .records.dataset import Dataset, dataset_size, verified_tasks
 from .splits import SplitSpec
 
 KINDS = ("within-task", "by-task", "by-network")  # splits a partition of whole tasks can apply
+PART_RECORDS = 100_000  # records per partition at most (when tasks allow): a worker's
+# records table with its programs' text, and their features, stay a few hundred MB
 
 
 def dask_client(address: str):
@@ -107,7 +109,8 @@ def train_on_dask(path, config: ModelConfig | dict, client, split: SplitSpec | N
     keys = sorted(verified_tasks(path)["task_key"])
     if not keys:
         raise GbxferError(f"{path}: the dataset has no task")
-    n = partitions or max(1, 2 * len(client.scheduler_info()["workers"]))
+    n = partitions or max(2 * len(client.scheduler_info()["workers"]),
+                          -(-dataset_size(path) // PART_RECORDS))
     blocks = list(config.blocks)
     columns = [c for b in blocks for c in block_columns(b)]
     parts = [dask.delayed(_part)(str(path), list(chunk), blocks,
@@ -135,7 +138,8 @@ def _xgboost_booster(client, ranker, objective, frame, columns, label):
     import xgboost.dask as dxgb
 
     qid = None if objective == "regression" else frame["__group"]
-    train_set = dxgb.DaskDMatrix(client, frame[columns], label, qid=qid)
+    # the quantile matrix bins each partition in turn: no copy of a worker's features
+    train_set = dxgb.DaskQuantileDMatrix(client, frame[columns], label, qid=qid)
     params = {**ranker.xgboost_params(objective), "nthread": 1}
     return dxgb.train(client, params, train_set, num_boost_round=ranker.n_estimators)["booster"]
 

@@ -371,6 +371,12 @@ def verified_tasks(path) -> pd.DataFrame:
         raise GbxferError(f"{path}: unreadable tasks table ({exc})") from None
 
 
+def dataset_size(path) -> int:
+    """How many records the dataset folder ``path`` holds (its records table's row count)."""
+    manifest = read_manifest(Path(path), FORMAT_NAME, READABLE_VERSIONS, "dataset")
+    return pq.ParquetFile(Path(path) / manifest["tables"]["records"]).metadata.num_rows
+
+
 BUNDLED = Path(__file__).resolve().parents[1] / "data" / "bundled"
 
 
