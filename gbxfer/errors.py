@@ -30,6 +30,9 @@ class InputError(GbxferError):
         where = self.path if line is None else f"{self.path}:{line}"
         super().__init__(f"{where}: {message}")
 
+    def __reduce__(self):  # picklable: ingest's worker processes send them to the parent
+        return type(self), (self.path, self.line, self.reason, self.message)
+
 
 class SchemaVersionError(GbxferError):
     """A dataset or model on disk was written with another schema version."""

@@ -1,11 +1,13 @@
-"""Program features from one process against two (``build(..., n_jobs=2)``), same matrix.
+"""Program features and ingest from one process against two, with the same results.
 
     python scripts/bench_parallel.py [--repeats 3]
 
-On the bundled dataset and on the bundled dataset merged with the third-party data of
-../shared/data (when present): the median wall-clock time of the program block over
---repeats runs, serial and with 2 processes (each given whole tasks), their ratio, and whether
-the two matrices are equal bit for bit. Run on an idle machine.
+Features: on the bundled dataset and on the bundled dataset merged with the third-party data
+of ../shared/data (when present), the median wall-clock time of the program block over
+--repeats runs, serial and with 2 processes (``build(..., n_jobs=2)``: each given whole
+tasks), their ratio, and whether the two matrices are equal bit for bit. Ingest: the same for
+``ingest(..., jobs=2)`` of the third-party logs and database (records, tasks and manifest
+equal). Run on an idle machine.
 Results: scripts/results/bench_parallel.{json,csv}.
 """
 from __future__ import annotations
@@ -31,6 +33,19 @@ def timed(dataset, n_jobs, repeats):
     return statistics.median(times), matrix
 
 
+def timed_ingest(sources, jobs, repeats):
+    times, dataset = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        dataset = ingest(sources, jobs=jobs)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), dataset
+
+
+def same_dataset(a, b) -> bool:
+    return a.records.equals(b.records) and a.tasks.equals(b.tasks) and a.manifest == b.manifest
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -50,6 +65,14 @@ def main() -> None:
                      "serial_s": round(serial, 3), "two_processes_s": round(parallel, 3),
                      "speedup": round(serial / parallel, 3),
                      "identical": bool(np.array_equal(a, b, equal_nan=True))})
+        print_table(rows[-1:])
+    if all(s.exists() for s in sources):
+        serial, a = timed_ingest(sources, 1, args.repeats)
+        parallel, b = timed_ingest(sources, 2, args.repeats)
+        rows.append({"data": "ingest: shared data", "records": len(a),
+                     "lines": sum(s["n_lines"] for s in a.manifest["sources"]),
+                     "serial_s": round(serial, 3), "two_processes_s": round(parallel, 3),
+                     "speedup": round(serial / parallel, 3), "identical": same_dataset(a, b)})
         print_table(rows[-1:])
     print()
     print_table(rows)

@@ -7,7 +7,7 @@ import logging
 from ..errors import GbxferError
 from ..records.ingest import ingest
 from ..records.targets import parse_hardware_option
-from ._common import command_stamp, existing_path, output_folder
+from ._common import command_stamp, existing_path, output_folder, positive_int
 
 log = logging.getLogger("gbxfer")
 
@@ -31,6 +31,9 @@ def add_parser(verbs, common):
                         "microarchitecture, e.g. 'AMD EPYC (zen3)' (what `gbxfer hardware "
                         "probe` prints there), or a GPU name (default: the target's -model, "
                         "else its family, e.g. cuda-sm_80; a gbxfer dataset keeps its own)")
+    p.add_argument("--jobs", type=positive_int, default=1, metavar="N",
+                   help="processes that parse the lines (default: 1); the dataset is the same "
+                        "whatever N")
     p.add_argument("--skip-bad", action="store_true",
                    help="skip bad lines and files, and report them, instead of stopping")
     p.set_defaults(run=run)
@@ -52,7 +55,8 @@ def machine_option(text: str) -> str:
 
 def run(args) -> int:
     dataset = ingest(args.sources, hardware=args.hardware, skip_bad=args.skip_bad,
-                     progress=not args.quiet, machine=args.machine)
+                     progress=not args.quiet, machine=args.machine,
+                     jobs=args.jobs)
     skipped = dataset.manifest.get("skipped", {})
     if skipped:
         reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(skipped.items()))

@@ -153,16 +153,22 @@ def program_block(records: pd.DataFrame, featurizer: ProgramFeaturizer | None = 
     return rows[index], block_columns("program")
 
 
-def _featurize(formats, programs) -> np.ndarray:
-    return ProgramFeaturizer().transform(formats, programs)
+_FORKED: tuple = ()  # (formats, programs) for the forked workers of _parallel_rows
+
+
+def _featurize(rows) -> np.ndarray:
+    formats, programs = _FORKED
+    return ProgramFeaturizer().transform([formats[i] for i in rows], [programs[i] for i in rows])
 
 
 def _parallel_rows(first: pd.DataFrame, n_jobs: int) -> np.ndarray:
     """:class:`ProgramFeaturizer` rows of ``first``'s programs from ``n_jobs`` processes, each
-    given whole tasks (whose programs share sketches, which a featurizer caches)."""
+    given whole tasks (whose programs share sketches, which a featurizer caches). The workers
+    are forked with the programs in memory: only row numbers and features cross over."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
+    global _FORKED
     sizes = first.groupby("task_key", sort=True).size()
     share = np.zeros(len(sizes), dtype=int)  # the largest tasks first, each to the least loaded
     load = np.zeros(n_jobs)
@@ -171,14 +177,16 @@ def _parallel_rows(first: pd.DataFrame, n_jobs: int) -> np.ndarray:
         load[share[i]] += sizes.iloc[i]
     part_of = pd.Series(share, index=sizes.index)[first["task_key"]].to_numpy()
     parts = [np.flatnonzero(part_of == j) for j in range(n_jobs)]
-    context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(n_jobs, mp_context=context) as pool:
-        futures = [pool.submit(_featurize, first["source_format"].iloc[rows].tolist(),
-                               first["program"].iloc[rows].tolist()) for rows in parts]
-        out = np.empty((len(first), len(_program.COLUMNS)), dtype=np.float32)
-        for rows, future in zip(parts, futures):
-            if len(rows):
-                out[rows] = future.result()
+    _FORKED = (first["source_format"].tolist(), first["program"].tolist())
+    try:
+        with ProcessPoolExecutor(n_jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            futures = [pool.submit(_featurize, rows) for rows in parts]
+            out = np.empty((len(first), len(_program.COLUMNS)), dtype=np.float32)
+            for rows, future in zip(parts, futures):
+                if len(rows):
+                    out[rows] = future.result()
+    finally:
+        _FORKED = ()
     return out
 
 

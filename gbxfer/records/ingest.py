@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 from tqdm.auto import tqdm
 
@@ -17,7 +18,8 @@ from .formats import (RecordBuilder, is_ansor_log, is_metaschedule_database, rea
 from .targets import profile_name_problem
 
 
-def ingest(sources, hardware=None, skip_bad=False, progress=False, machine=None) -> Dataset:
+def ingest(sources, hardware=None, skip_bad=False, progress=False, machine=None,
+           jobs: int = 1) -> Dataset:
     """Read every source into one dataset, merging duplicate records.
 
     Parameters
@@ -39,6 +41,9 @@ def ingest(sources, hardware=None, skip_bad=False, progress=False, machine=None)
         raising :class:`~gbxfer.errors.InputError` on the first one.
     progress : bool
         Show a progress bar of lines read.
+    jobs : int
+        Processes that parse the logs' and databases' lines (in chunks); the dataset is the
+        same, bit for bit, whatever their number.
     """
     if isinstance(sources, (str, os.PathLike)):  # one source, not the characters of its name
         sources = [sources]
@@ -46,16 +51,48 @@ def ingest(sources, hardware=None, skip_bad=False, progress=False, machine=None)
     if machine is not None and (not isinstance(machine, str) or not machine.strip()
                                 or not machine.isprintable()):
         raise GbxferError(f"machine must be a non-empty printable name, got {machine!r}")
+    if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
+        raise GbxferError(f"jobs must be a positive integer, got {jobs!r}")
+    steps: list[Step] = []
+    for source in sources:
+        _plan(Path(source), hardware, steps)
     builder = RecordBuilder(skip_bad=skip_bad)
-    datasets = []
+    datasets: list[Dataset] = []
     with tqdm(unit=" lines", disable=None if progress else True, desc="ingest") as bar:
-        for source in sources:
-            _read_source(Path(source), builder, hardware, datasets, bar.update)
+        if jobs > 1 and sum(s.kind in ("ansor", "metaschedule") for s in steps):
+            from ._parallel import read_in_parallel
+
+            read_in_parallel(steps, builder, datasets, bar.update, jobs)
+        else:
+            for step in steps:
+                read_step(step, builder, datasets, bar.update)
     parts = [builder.build(), *datasets]
     if machine is not None:
         for part in parts:
             part.records["machine"] = machine.strip()
     return Dataset.concat(parts) if datasets else parts[0]
+
+
+class Step(NamedTuple):
+    """One thing to read, in reading order: an Ansor log file, a MetaSchedule database
+    folder, a gbxfer dataset, or a folder with nothing to read (``message`` says why)."""
+
+    kind: str  # "ansor", "metaschedule", "dataset" or "nothing"
+    path: Path
+    hardware: tuple | None = None
+    message: str = ""
+
+
+def read_step(step: Step, builder, datasets, progress) -> None:
+    """Read ``step`` into ``builder`` (logs and databases) or ``datasets``."""
+    if step.kind == "dataset":
+        datasets.append(Dataset.load(step.path))
+    elif step.kind == "nothing":
+        builder.guard(InputError(step.path, None, "no-data", step.message))
+    elif step.kind == "ansor":
+        read_ansor_log(step.path, builder, step.hardware, progress)
+    else:
+        read_metaschedule_database(step.path, builder, step.hardware, progress)
 
 
 def _check_hardware(hardware):
@@ -72,51 +109,51 @@ def _check_hardware(hardware):
     return name, family
 
 
-def _read_source(path: Path, builder, hardware, datasets, progress) -> None:
+def _plan(path: Path, hardware, steps: list) -> None:
+    """Append the :class:`Step` s that source ``path`` holds to ``steps``, in reading order."""
     if not path.exists():
         raise GbxferError(f"{path}: no such file or folder")
     if path.is_file():
         if path.name.startswith("database_"):
             raise GbxferError(f"{path}: a MetaSchedule database file; pass its folder "
                               f"({path.parent}) to read both of its files")
-        read_ansor_log(path, builder, hardware, progress)
+        steps.append(Step("ansor", path, hardware))
         return
     if (path / "manifest.json").is_file():
-        datasets.append(Dataset.load(path))
+        steps.append(Step("dataset", path))
         return
     if is_metaschedule_database(path):
-        read_metaschedule_database(path, builder, hardware, progress)
+        steps.append(Step("metaschedule", path, hardware))
         return
     tenset = path if path.name == "measure_records" else path / "measure_records"
     if tenset.is_dir():
-        _read_tenset_tree(tenset, builder, hardware, progress)
+        _plan_tenset_tree(tenset, hardware, steps)
         return
     found = False
     for root, dirs, files in os.walk(path):
         dirs.sort()
         root = Path(root)
         if root != path and ((root / "manifest.json").is_file() or is_metaschedule_database(root)):
-            _read_source(root, builder, hardware, datasets, progress)
+            _plan(root, hardware, steps)
             dirs.clear()
             found = True
             continue
         for name in sorted(files):
             if is_ansor_log(root / name):
-                read_ansor_log(root / name, builder, hardware, progress)
+                steps.append(Step("ansor", root / name, hardware))
                 found = True
     if not found:
-        builder.guard(InputError(path, None, "no-data",
-                                 "no MetaSchedule database, Ansor/TenSet log (*.json, "
-                                 "*.json.gz) or gbxfer dataset in this folder"))
+        steps.append(Step("nothing", path, message="no MetaSchedule database, Ansor/TenSet log "
+                          "(*.json, *.json.gz) or gbxfer dataset in this folder"))
 
 
-def _read_tenset_tree(tree: Path, builder, hardware, progress) -> None:
+def _plan_tenset_tree(tree: Path, hardware, steps: list) -> None:
     """TenSet layout: one folder per platform, whose name is the hardware profile name."""
     platforms = sorted(p for p in tree.iterdir() if p.is_dir())
     if not platforms:
-        builder.guard(InputError(tree, None, "no-data", "TenSet tree has no platform folders"))
+        steps.append(Step("nothing", tree, message="TenSet tree has no platform folders"))
     for platform in platforms:
         identity = hardware or (platform.name, None)
         for log in sorted(platform.rglob("*.json*")):
             if is_ansor_log(log):
-                read_ansor_log(log, builder, identity, progress)
+                steps.append(Step("ansor", log, identity))

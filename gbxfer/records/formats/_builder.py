@@ -37,15 +37,20 @@ class RecordBuilder:
             self.skip_examples.append(str(error))
 
     def lines(self, path):
-        """``(line_number, value)`` of a JSON-lines file; bad lines and files go through :meth:`guard`."""
+        """``(line_number, value)`` of a JSON-lines file (of :meth:`line_range`); bad lines and
+        files go through :meth:`guard`."""
         try:
-            for number, value in json_lines(path):
+            for number, value in json_lines(path, *self.line_range(path)):
                 if isinstance(value, InputError):
                     self.guard(value)
                 else:
                     yield number, value
         except InputError as error:
             self.guard(error)
+
+    def line_range(self, path) -> tuple[int, int | None]:
+        """The lines of ``path`` to read: ``start`` <= number < ``stop`` (None: to the end)."""
+        return 1, None
 
     def has_task(self, task_key: str) -> bool:
         return task_key in self._tasks

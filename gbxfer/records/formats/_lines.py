@@ -21,8 +21,9 @@ def open_binary(path: Path):
     return gzip.open(path, "rb") if magic == GZIP_MAGIC else open(path, "rb")
 
 
-def json_lines(path: Path):
-    """Yield ``(line_number, value)`` for every non-blank line of a JSON-lines file.
+def json_lines(path: Path, start: int = 1, stop: int | None = None):
+    """Yield ``(line_number, value)`` for every non-blank line of a JSON-lines file (of lines
+    ``start`` <= number < ``stop`` only, when given: a chunk that one process reads).
 
     A line that is not UTF-8 or not JSON yields an :class:`InputError` as its value, so that the
     caller can skip it and read on. An empty file or a truncated gzip stream raises
@@ -33,8 +34,10 @@ def json_lines(path: Path):
     try:
         with open_binary(path) as f:
             for number, raw in enumerate(f, start=1):
-                if not raw.strip():
+                if number < start or not raw.strip():
                     continue
+                if stop is not None and number >= stop:
+                    return
                 n_values += 1
                 try:
                     value = orjson.loads(raw)
@@ -43,8 +46,24 @@ def json_lines(path: Path):
                 yield number, value
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise InputError(path, None, "truncated-file", f"corrupt or truncated gzip ({exc})") from None
-    if n_values == 0:
+    if n_values == 0 and start == 1:
         raise InputError(path, None, "empty-file", "empty file: no JSON lines in it")
+
+
+def chunk_starts(path: Path, size: int) -> list[int]:
+    """The first line numbers of chunks of ``size`` non-blank lines of a JSON-lines file
+    (``[1]`` for a file that is small, empty or unreadable: one chunk reads it all)."""
+    starts, n = [1], 0
+    try:
+        with open_binary(path) as f:
+            for number, raw in enumerate(f, start=1):
+                if raw.strip():
+                    if n and n % size == 0:
+                        starts.append(number)
+                    n += 1
+    except (OSError, EOFError, zlib.error, gzip.BadGzipFile):
+        return [1]
+    return starts
 
 
 def _line_error(path, number, raw: bytes, exc) -> InputError:
