@@ -112,6 +112,7 @@ BAD_NUMBERS = [
     ([*COLLECT, "--programs", "2"], "--build-workers", ["0"]),
     (COLLECT, "--programs", ["0", "-5"]),
     (TUNE, "--trials", ["0", "-16"]),
+    (TUNE, "--minutes", ["0", "-1", "nan", "inf", "x"]),
     ([*TUNE, "--trials", "16"], "--trials-per-iter", ["0"]),
     ([*TUNE, "--trials", "16"], "--population", ["0"]),
     ([*TUNE, "--trials", "16"], "--repeats", ["0"]),
@@ -230,6 +231,29 @@ def test_tune_relax_that_is_no_network_or_python_function_is_rejected(value, cap
     line = parse_error(["tune", "--relax", value, "--hardware", "H", "--trials", "2", "--out",
                         "OUT"], capsys)
     assert "--relax" in line and "FILE.py:FUNCTION" in line
+
+
+def test_tune_onnx_that_is_no_file_is_rejected(tmp_path, capsys):
+    line = parse_error(["tune", "--onnx", str(tmp_path / "missing.onnx"), "--hardware", "H",
+                        "--trials", "2", "--out", "OUT"], capsys)
+    assert "--onnx" in line and "no such file" in line
+
+
+@pytest.mark.parametrize("value", ["x", "x=", "=1,3", "x=1,0", "x=1,,3", "x=a,b", "x=-1,3"])
+def test_tune_input_shape_that_is_no_name_and_dimensions_is_rejected(value, a_file, capsys):
+    line = parse_error(["tune", "--onnx", str(a_file), "--hardware", "H", "--trials", "2",
+                        "--out", "OUT", f"--input-shape={value}"], capsys)
+    assert "--input-shape" in line and "NAME=D1,D2,..." in line and repr(value) in line
+
+
+@pytest.mark.parametrize("budget, message", [
+    (["--trials", "8", "--minutes", "1"], "not allowed with argument"),
+    ([], "one of the arguments --trials --minutes is required"),
+], ids=["both", "neither"])
+def test_tune_takes_exactly_one_budget(budget, message, capsys):
+    line = parse_error(["tune", "--suite", "S", "--hardware", "H", *budget, "--out", "OUT"],
+                       capsys)
+    assert message in line
 
 
 # --storage ---------------------------------------------------------------------------------

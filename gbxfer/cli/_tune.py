@@ -1,7 +1,9 @@
-"""``gbxfer tune``: tune suite tasks with MetaSchedule and a cost model (needs TVM)."""
+"""``gbxfer tune``: tune suite tasks, a Relax network or an ONNX model with MetaSchedule and a
+cost model (needs TVM; ONNX models need onnx and onnxruntime too)."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 from pathlib import Path
@@ -13,7 +15,8 @@ from ..config_files import find_config
 from ..hardware.profiles import load_profile
 from ..online import MODES
 from ..records.suite import load_suite
-from ._common import command_stamp, non_negative_int, output_folder, positive_int
+from ._common import (command_stamp, non_negative_int, output_folder, positive_float,
+                      positive_int)
 
 log = logging.getLogger("gbxfer")
 
@@ -22,20 +25,29 @@ def add_parser(verbs, common):
     p = verbs.add_parser(
         "tune", parents=[common], help="tune tasks with MetaSchedule and gbxfer's cost model",
         description="Tune the suite's tasks (or --tasks, or one --network's), or a whole "
-                    "Relax network's fused tasks (--relax), on a hardware profile with "
-                    "MetaSchedule's evolutionary search and task scheduler (task weights from "
-                    "the suite or the network), scoring candidates with a gbxfer model (the "
-                    "pretrained one by default, updated online), TVM's XGBModel or random "
-                    "scores. Writes the MetaSchedule database (OUT/metaschedule, which `gbxfer "
-                    "ingest` reads), the tuning curve (OUT/curve.csv, OUT/curve.png: best "
-                    "latency against trials and seconds) and OUT/summary.json; with --relax, "
-                    "compiles the network with the database and times it end to end. Needs "
-                    "gbxfer[tvm].")
+                    "network's fused tasks (--relax, --onnx), on a hardware profile with "
+                    "MetaSchedule's evolutionary search and gradient task scheduler, which "
+                    "spends the trials on the tasks where they cut the weighted latency most "
+                    "(task weights from the suite, or how often a task occurs in the network), "
+                    "scoring candidates with a gbxfer model (the pretrained one by default, "
+                    "updated online), TVM's XGBModel or random scores. Writes the MetaSchedule "
+                    "database (OUT/metaschedule, which `gbxfer ingest` reads), the tuning curve "
+                    "(OUT/curve.csv, OUT/curve.png: best latency against trials and seconds) "
+                    "and OUT/summary.json; with --relax, compiles the network with the database "
+                    "and times it end to end; with --onnx, also writes the compiled library "
+                    "(OUT/module.so, for tvm.runtime.load_module), runs it and ONNX Runtime on "
+                    "the same seeded random inputs, compares their outputs (within rtol 1e-3, "
+                    "atol 1e-4 x the output's largest value; a mismatch exits with status 2 "
+                    "after writing everything) and times both. Needs gbxfer[tvm] (--onnx: "
+                    "gbxfer[tvm,onnx]).")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--suite", help="suite name (configs/workloads) or YAML path")
     source.add_argument("--relax", type=relax_option, metavar="NETWORK|FILE.py:FUNCTION",
                         help="a Relax network: resnet18 (built in), or a function of a Python "
                              "file that returns the IRModule")
+    source.add_argument("--onnx", type=onnx_file, metavar="MODEL.onnx",
+                        help="an ONNX model, imported with TVM's Relax ONNX frontend (weights "
+                             "bound as constants); every input needs a static shape")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--tasks", metavar="NAME[,NAME...]", help="only these tasks of the suite")
     which.add_argument("--network", metavar="NAME",
@@ -52,8 +64,17 @@ def add_parser(verbs, common):
                         "which ranked the latest rounds better), refine (the model refined "
                         "only), session (their own model after a task's first round), prior "
                         "(never updated)")
-    p.add_argument("--trials", type=positive_int, required=True, metavar="N",
-                   help="measurements in all")
+    p.add_argument("--input-shape", type=input_shape_option, action="append",
+                   metavar="NAME=D1,D2,...",
+                   help="with --onnx: the shape of input NAME, fixing its dynamic dimensions "
+                        "(repeat for each input that has any)")
+    budget = p.add_mutually_exclusive_group(required=True)
+    budget.add_argument("--trials", type=positive_int, metavar="N",
+                        help="measurements in all")
+    budget.add_argument("--minutes", type=positive_float, metavar="M",
+                        help="tune for M minutes of wall clock instead, counted once TVM and "
+                             "its workers have started (no measurement batch starts after "
+                             "them; compiling and checking the network take extra)")
     p.add_argument("--trials-per-iter", type=positive_int, default=16, metavar="N",
                    help="measurements per search round (default: 16)")
     p.add_argument("--out", required=True, type=output_folder, metavar="DIR")
@@ -76,21 +97,76 @@ def relax_option(text: str) -> str:
     return text
 
 
+def onnx_file(text: str) -> Path:
+    """``--onnx``: an existing file (whether it holds an ONNX model is checked on loading)."""
+    path = Path(text)
+    if not text or not path.is_file():
+        raise argparse.ArgumentTypeError(f"{text!r}: no such file")
+    return path
+
+
+def input_shape_option(text: str) -> tuple[str, tuple[int, ...]]:
+    """``--input-shape NAME=D1,D2,...``: an input's name and its dimensions (integers >= 1)."""
+    name, equals, dims = text.rpartition("=")
+    try:
+        shape = tuple(int(d) for d in dims.split(","))
+    except ValueError:
+        shape = ()
+    if not (name and equals and shape and all(d >= 1 for d in shape)):
+        raise argparse.ArgumentTypeError(f"expected NAME=D1,D2,... (dimensions integers >= 1), "
+                                         f"got {text!r}")
+    return name, shape
+
+
+def _input_shapes(args) -> dict[str, tuple[int, ...]]:
+    shapes: dict[str, tuple[int, ...]] = {}
+    for name, shape in args.input_shape or []:
+        if name in shapes:
+            raise GbxferError(f"--input-shape {name}: given twice")
+        shapes[name] = shape
+    return shapes
+
+
 def run(args) -> int:
     try:
         from ..tvm._tune import tune
     except ImportError as exc:
-        raise GbxferError(f"gbxfer tune needs TVM: pip install 'gbxfer[tvm]' ({exc})") from None
-    if args.relax and (args.tasks or args.network):
-        raise GbxferError("--tasks and --network choose among a suite's tasks, not --relax's")
+        extra = "tvm,onnx" if args.onnx else "tvm"
+        raise GbxferError(f"gbxfer tune needs TVM: pip install 'gbxfer[{extra}]' ({exc})") \
+            from None
+    if args.onnx:
+        for module in ("onnx", "onnxruntime"):
+            try:
+                importlib.import_module(module)
+            except ImportError as exc:
+                raise GbxferError(f"gbxfer tune --onnx needs onnx and onnxruntime: pip install "
+                                  f"'gbxfer[tvm,onnx]' ({exc})") from None
+    network_source = "--relax" if args.relax else "--onnx" if args.onnx else None
+    if network_source and (args.tasks or args.network):
+        raise GbxferError(f"--tasks and --network choose among a suite's tasks, not "
+                          f"{network_source}'s")
+    if args.input_shape and not args.onnx:
+        raise GbxferError("--input-shape fixes the inputs of an --onnx model")
     profile = load_profile(args.hardware)
-    weights = None  # the tasks' own: the suite's, or occurrences in the Relax network
-    if args.relax:
+    weights = None  # the tasks' own: the suite's, or occurrences in the network
+    if args.relax or args.onnx:
         from ..tvm._networks import extract_tasks, load_network, prepare
 
         import tvm
 
-        network = load_network(args.relax)  # compiled as built: compile_relax prepares it
+        if args.onnx:
+            from ..tvm._onnx import load_onnx, onnxruntime_session
+
+            if profile.target.get("kind") != "llvm":
+                raise GbxferError(f"--onnx runs the network on this machine's CPU: --hardware "
+                                  f"{profile.name} is a {profile.target.get('kind')} profile; "
+                                  "give an llvm one")
+            # both before OUT is written: a model either cannot take fails before tuning
+            onnx_network = load_onnx(args.onnx, _input_shapes(args))
+            session = onnxruntime_session(args.onnx, profile.threads)
+            network = onnx_network.mod
+        else:
+            network = load_network(args.relax)  # compiled as built: compile_relax prepares it
         tasks = extract_tasks(prepare(network), tvm.target.Target(profile.target))
     else:
         suite = load_suite(find_config("workloads", args.suite))
@@ -112,23 +188,29 @@ def run(args) -> int:
     result = tune(tasks, profile, cost_model, args.trials, args.out, seed=args.seed,
                   trials_per_iter=args.trials_per_iter, weights=weights,
                   progress=not args.quiet, repeats=args.repeats,
-                  min_repeat_ms=args.min_repeat_ms, population=args.population)
+                  min_repeat_ms=args.min_repeat_ms, population=args.population,
+                  minutes=args.minutes)
     result.curve.assign(weighted_latency=result.weighted_latency()).to_csv(
         args.out / "curve.csv", index=False)
     plot_curve(result, args.out / "curve.png")
-    best = {name: float(result.curve[f"best_{i}"].min()) for i, name in enumerate(result.names)}
+    best = {name: float(result.curve[f"best_{i}"].min()) if len(result.curve) else None
+            for i, name in enumerate(result.names)}
+    trials = int(result.curve["trials"].max()) if len(result.curve) else 0
     summary = {"command": command_stamp(), "hardware": profile.name,
-               "cost_model": args.cost_model, "trials": int(result.curve["trials"].max()),
+               "cost_model": args.cost_model, "trials": trials,
+               "budget": {"minutes": args.minutes} if args.minutes else {"trials": args.trials},
                "seconds": result.seconds, "cost_model_seconds": result.cost_model_seconds,
                "rounds": result.rounds, "best_latency": best,
                "weights": dict(zip(best, result.weights, strict=True)),
-               "weighted_latency": float(result.weighted_latency().iloc[-1])}
+               "weighted_latency": float(result.weighted_latency().iloc[-1])
+               if len(result.curve) else None}
     if args.cost_model == "gbxfer":
         final = list(cost_model.online.weight.values())  # per task, after its last round
         summary["online"] = {"mode": args.online, "session_weight_mean": float(np.mean(final))
                              if final else None, "tasks_led_by_session": sum(w > 0.5 for w in final)}
     for name, latency in best.items():
-        print(f"{name}: best {latency * 1e3:.4g} ms")
+        print(f"{name}: best {latency * 1e3:.4g} ms" if latency is not None else
+              f"{name}: not measured")
     if args.relax:
         summary["end_to_end_ms"], scheduled = end_to_end_ms(network, profile,
                                                             args.out / "metaschedule")
@@ -136,10 +218,40 @@ def run(args) -> int:
         print(f"{args.relax}, compiled with the tuned database ({scheduled[0]} of "
               f"{scheduled[1]} functions scheduled from it): "
               f"{summary['end_to_end_ms']:.4g} ms per inference (median of 5)")
+    if args.onnx:
+        summary.update(onnx_summary(onnx_network, session, profile, args.out, args.seed))
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(f"{summary['trials']} trials in {result.seconds:.0f} s; database: "
           f"{args.out / 'metaschedule'}")
+    if args.onnx and not summary["outputs_match"]:
+        differ = [f"{name} (max |diff| {o['max_abs_diff']:.3g}, scale {o['scale']:.3g})"
+                  if o["max_abs_diff"] is not None else f"{name} (shape {o['shape']} vs "
+                  f"{o['expected_shape']})" for name, o in summary["outputs"].items()
+                  if not o["within_tolerance"]]
+        raise GbxferError(f"TVM's outputs differ from ONNX Runtime's beyond tolerance (rtol "
+                          f"{summary['tolerance']['rtol']:g}, atol "
+                          f"{summary['tolerance']['atol']:g} x scale): {', '.join(differ)}; "
+                          f"everything is written to {args.out}")
     return 0
+
+
+def onnx_summary(network, session, profile, out: Path, seed: int) -> dict:
+    """The tuned ONNX model compiled (``out/module.so``), checked against ONNX Runtime
+    (``session``) and timed; prints what it found and returns the summary's ONNX part."""
+    from ..tvm._onnx import check_against_onnxruntime
+
+    part = check_against_onnxruntime(network, out / "metaschedule", profile, out, session,
+                                     seed=seed)
+    for name, o in part["outputs"].items():
+        diff = "-" if o["max_abs_diff"] is None else f"{o['max_abs_diff']:.3g}"
+        print(f"output {name}: max |TVM - ONNX Runtime| {diff}"
+              f"{'' if o['within_tolerance'] else ' (BEYOND TOLERANCE)'}")
+    scheduled = part["scheduled_functions"]
+    print(f"{network.path}: TVM {part['tvm_ms']:.4g} ms, ONNX Runtime "
+          f"{part['onnx_runtime_ms']:.4g} ms per inference (median of 5; {part['speedup']:.3g}x; "
+          f"{scheduled[0]} of {scheduled[1]} functions scheduled from the database); library: "
+          f"{out / 'module.so'}")
+    return part
 
 
 def end_to_end_ms(network, profile, folder: Path) -> tuple[float, tuple[int, int]]:

@@ -15,6 +15,7 @@ import numpy as np
 import orjson
 
 from ._per_store import load_workload, measure_candidates
+from ._intrinsics import import_tensor_intrinsics
 
 
 class XGBModelBaseline:
@@ -47,6 +48,7 @@ class XGBModelBaseline:
                     target = tvm.target.Target(orjson.loads(todo["target"].iloc[0]))
                     rows, candidates = measure_candidates(
                         mod, [orjson.loads(p) for p in todo["program"]])
+                    import_tensor_intrinsics()
                     context = ms.TuneContext(mod=mod, target=target, num_threads=1)
                     for i, f in zip(rows, extractor.extract_from(context, candidates)):
                         matrix = f.numpy().astype("float32")

@@ -26,6 +26,7 @@ from ..hardware.descriptor import HardwareDescriptor
 from ..model import SavedModel
 from ..online import OnlineModel
 from ._json import to_python
+from ._intrinsics import import_tensor_intrinsics
 
 log = logging.getLogger("gbxfer")
 PRETRAINED = BUNDLED.parent / "pretrained"
@@ -56,6 +57,7 @@ class GbxferCostModel(PyCostModel):
     def __init__(self, model="pretrained", hardware=None, online="blend", update_trees=20,
                  min_samples=16, seed=0):
         super().__init__()
+        import_tensor_intrinsics()  # before the tuning run's first TuneContext
         if model == "pretrained":
             model = PRETRAINED
         self.base = model if isinstance(model, SavedModel) or model is None else \

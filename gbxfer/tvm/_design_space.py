@@ -10,6 +10,7 @@ import orjson
 
 from ._database import record_program_id
 from ._json import to_python
+from ._intrinsics import import_tensor_intrinsics
 
 
 @dataclasses.dataclass
@@ -55,6 +56,7 @@ class DesignSpace:
         from tvm.s_tir.schedule import Trace
 
         self.mod, self.task_key, self.seed = mod, task_key, seed
+        import_tensor_intrinsics()
         context = ms.TuneContext(mod=mod, target=target, space_generator="post-order-apply",
                                  task_name=task_key, num_threads=1, rand_state=seed + 1)
         self.sketches = [Trace(s.trace.simplified(remove_postproc=True).insts, {})

@@ -18,6 +18,8 @@ import orjson
 import pandas as pd
 from tqdm.auto import tqdm
 
+from ._intrinsics import import_tensor_intrinsics
+
 log = logging.getLogger("gbxfer")
 N_PER_STORE = 164
 AGGREGATES = ("sum", "mean", "max")
@@ -72,6 +74,7 @@ def extract(mod, target, traces) -> np.ndarray:
     """Per-store features of programs (trace JSON values) of one workload: (n, 492)."""
     from tvm.s_tir import meta_schedule as ms
 
+    import_tensor_intrinsics()
     context = ms.TuneContext(mod=mod, target=target, task_name="features", num_threads=1)
     extractor = ms.feature_extractor.PerStoreFeature(extract_workload=False)
     out = np.full((len(traces), len(COLUMNS)), np.nan)

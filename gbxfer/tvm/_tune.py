@@ -4,12 +4,14 @@
 tasks (their weights given to it) on one hardware profile, with gbxfer's fast builder and the
 profile's runner, writes the MetaSchedule database (``gbxfer ingest`` reads it back) and returns
 the curve: after each measured batch, the trials so far, wall-clock seconds, and the best
-latency of every task. ``TimedCostModel`` wraps
-any cost model to time its ``update`` and ``predict`` (the cost model's own share of a round).
+latency of every task. The budget is a number of trials or of minutes (``TimeBudgetSearch``).
+``TimedCostModel`` wraps any cost model to time its ``update`` and ``predict`` (the cost model's
+own share of a round).
 """
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from tqdm.auto import tqdm
 from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
+from tvm.s_tir.meta_schedule.search_strategy import PySearchStrategy
 
 from ..records.formats._metaschedule import run_latency
 from ..hardware.profiles import HardwareProfile
@@ -27,6 +30,9 @@ from ._builder import local_builder
 from ._collect_plan import CollectPlan, make_runner
 from ._logging import metaschedule_logging
 from ._task_modules import task_module
+from ._intrinsics import import_tensor_intrinsics
+
+UNLIMITED_TRIALS = 1_000_000_000  # a time budget's trial cap: MetaSchedule counts in int32
 
 
 @derived_object
@@ -56,6 +62,57 @@ class TimedCostModel(PyCostModel):
         scores = self.inner.predict(context, candidates)
         self.seconds["predict"] += time.perf_counter() - start
         return np.asarray(scores, dtype="float64")
+
+
+class TimeBudget:
+    """Minutes of wall clock, counted from ``start()``; shared by every task's search."""
+
+    def __init__(self, minutes: float):
+        self.seconds = 60.0 * minutes
+        self.deadline = math.inf
+
+    def start(self) -> None:
+        self.deadline = time.monotonic() + self.seconds
+
+    def spent(self) -> bool:
+        return time.monotonic() >= self.deadline
+
+
+@derived_object
+class TimeBudgetSearch(PySearchStrategy):
+    """Delegates to ``inner`` (a MetaSchedule search strategy) until ``budget`` (a
+    :class:`TimeBudget`) is spent, then generates no more candidates. The task scheduler ends
+    each task the next time it picks it, after joining that task's batch in flight, so every
+    measured batch reaches the database and the curve (ending tasks from a measure callback
+    instead can end the very task the scheduler is about to hand out, which MetaSchedule
+    aborts on)."""
+
+    def __init__(self, inner, budget: TimeBudget):
+        super().__init__()
+        self.inner = inner
+        self.budget = budget
+
+    def _initialize_with_tune_context(self, context) -> None:
+        self.inner._initialize_with_tune_context(context)
+
+    def pre_tuning(self, max_trials, num_trials_per_iter, design_spaces, database=None,
+                   cost_model=None) -> None:
+        self.inner.pre_tuning(max_trials, num_trials_per_iter, design_spaces, database,
+                              cost_model)
+
+    def post_tuning(self) -> None:
+        self.inner.post_tuning()
+
+    def generate_measure_candidates(self):
+        if self.budget.spent():
+            return None
+        return self.inner.generate_measure_candidates()
+
+    def notify_runner_results(self, measure_candidates, results) -> None:
+        self.inner.notify_runner_results(measure_candidates, results)
+
+    def clone(self):
+        return TimeBudgetSearch(self.inner.clone(), self.budget)
 
 
 @derived_object
@@ -121,16 +178,22 @@ def _name_and_module(task):
     return task.task_name, task.dispatched[0]
 
 
-def tune(tasks, profile: HardwareProfile, cost_model, trials: int, out,
+def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
          seed: int = 0, trials_per_iter: int = 16, weights=None, progress: bool = True,
-         repeats: int = 3, min_repeat_ms: int = 40, population: int = 512) -> TuneResult:
+         repeats: int = 3, min_repeat_ms: int = 40, population: int = 512,
+         minutes: float | None = None) -> TuneResult:
     """Tune ``tasks`` (suite :class:`Task` s, or the ``ExtractedTask`` s of
-    ``ms.relax_integration.extract_tasks``) on ``profile`` for ``trials`` measurements in all
-    (MetaSchedule's gradient task scheduler shares them out by task weight; default: the
-    tasks' own) with ``cost_model`` (a MetaSchedule cost model, or ``"xgb"`` / ``"random"``);
-    the database goes to ``out/metaschedule``, one line per measured program in the order
-    measured, and the curve to ``out/curve.csv`` as it grows. ``population`` is the
-    evolutionary search's (MetaSchedule's default, 512)."""
+    ``ms.relax_integration.extract_tasks``) on ``profile`` for ``trials`` measurements in all,
+    or (``trials=None``) for ``minutes`` of wall clock from the start of MetaSchedule's tuning
+    (its workers started; no batch starts after them, the one running ends), with
+    ``cost_model`` (a MetaSchedule cost model, or ``"xgb"`` / ``"random"``). MetaSchedule's
+    gradient task scheduler shares the measurements out where the weighted latency falls
+    fastest (weights default to the tasks' own). The database goes to ``out/metaschedule``,
+    one line per measured program in the order measured, and the curve to ``out/curve.csv``
+    as it grows. ``population`` is the evolutionary search's (MetaSchedule's default, 512)."""
+    if (trials is None) == (minutes is None):
+        raise ValueError("give exactly one budget: trials or minutes")
+    budget = TimeBudget(minutes) if minutes is not None else None
     import tvm
     from tvm.s_tir import meta_schedule as ms
 
@@ -140,28 +203,40 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int, out,
         float(t.weight) for t in tasks]
     target = tvm.target.Target(profile.target)
     named = [_name_and_module(task) for task in tasks]
+    import_tensor_intrinsics()
+
+    def search():
+        evolutionary = ms.search_strategy.EvolutionarySearch(population_size=population)
+        return evolutionary if budget is None else TimeBudgetSearch(evolutionary, budget)
+
     contexts = [ms.TuneContext(mod=mod, target=target, space_generator="post-order-apply",
-                               search_strategy=ms.search_strategy.EvolutionarySearch(
-                                   population_size=population),
-                               task_name=name, rand_state=seed + i, num_threads=1).clone()
+                               search_strategy=search(), task_name=name, rand_state=seed + i,
+                               num_threads=1).clone()
                 for i, (name, mod) in enumerate(named)]
     plan = CollectPlan(suite=None, profiles=[profile], programs=0, out=out, repeats=repeats,
                        min_repeat_ms=min_repeat_ms)
     timed = TimedCostModel(ms.cost_model.CostModel.create(cost_model) if isinstance(
         cost_model, str) else cost_model)
     database = ms.database.JSONDatabase(work_dir=str(out / "metaschedule"))
-    with tqdm(total=trials, unit=" trials", desc=f"tune {profile.name}",
+    with tqdm(total=trials, unit=" trials", desc=f"tune {profile.name}" + (
+              f" ({minutes:g} min)" if minutes is not None else ""),
               disable=None if progress else True) as bar, metaschedule_logging():
         (out / "curve.csv").unlink(missing_ok=True)
         curve = CurveCallback(len(tasks), bar, out / "curve.csv")
         start = time.perf_counter()
+        builder, runner = local_builder(), make_runner(profile, plan)  # seconds: workers start
+        if budget is not None:  # from here, once TVM's intrinsics and the workers are loaded
+            budget.start()
         ms.tune_tasks(tasks=contexts, task_weights=weights, work_dir=str(out),
-                      max_trials_global=trials, num_trials_per_iter=trials_per_iter,
-                      builder=local_builder(), runner=make_runner(profile, plan),
+                      max_trials_global=trials if trials is not None else UNLIMITED_TRIALS,
+                      num_trials_per_iter=trials_per_iter, builder=builder, runner=runner,
                       database=database, cost_model=timed,
                       measure_callbacks=[*ms.measure_callback.MeasureCallback.create("default"),
                                          curve])
-    return TuneResult([name for name, _ in named], weights, pd.DataFrame(curve.rows),
+    columns = ["trials", "seconds", "task", "failures", *(f"best_{i}" for i in
+                                                          range(len(tasks)))]
+    return TuneResult([name for name, _ in named], weights,
+                      pd.DataFrame(curve.rows, columns=columns),
                       dict(timed.seconds), timed.rounds, time.perf_counter() - start)
 
 

@@ -1,0 +1,242 @@
+"""gbxfer tune --onnx: an ONNX model imported, tuned, compiled into a library and checked against
+ONNX Runtime; every model it cannot take is refused in one line before anything is written.
+
+The models are built here with ``onnx.helper``: a residual block (conv, batch norm, ReLU, add)
+and an attention block (matmuls, softmax)."""
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import write_host_profile
+
+tvm = pytest.importorskip("tvm")
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+pytestmark = pytest.mark.tvm
+
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+TINY = ["--trials-per-iter", "8", "--population", "16", "--repeats", "1",
+        "--min-repeat-ms", "1", "--cost-model", "random", "-q"]
+
+
+def _save(path, nodes, inputs, outputs, weights=()):
+    graph = helper.make_graph(nodes, path.stem, inputs, outputs,
+                              [numpy_helper.from_array(w, name) for name, w in weights])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(model, str(path))
+    return path
+
+
+def residual_block(path, batch: int | str = 1, channels: int = 8):
+    """x -> conv 3x3 -> batch norm -> ReLU, plus x: input 'x', output 'y' (N, C, 16, 16);
+    ``batch`` a name makes the batch dimension dynamic."""
+    rng = np.random.default_rng(0)
+    c = channels
+    weights = [("w", rng.normal(0, 0.3, (c, c, 3, 3))), ("b", rng.normal(0, 0.1, c)),
+               ("gamma", 1 + 0.1 * rng.normal(size=c)), ("beta", rng.normal(0, 0.1, c)),
+               ("mean", rng.normal(0, 0.1, c)), ("var", 1 + rng.random(c))]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["conv"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["conv", "gamma", "beta", "mean", "var"],
+                              ["bn"]),
+             helper.make_node("Relu", ["bn"], ["relu"]),
+             helper.make_node("Add", ["relu", "x"], ["y"])]
+    shape = [batch, c, 16, 16]
+    return _save(path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+                 [(name, w.astype("float32")) for name, w in weights])
+
+
+def attention_block(path, seq: int = 8, hidden: int = 16):
+    """Single-head self-attention: softmax(x Wq (x Wk)^T / sqrt(hidden)) x Wv; outputs
+    'attention' (1, seq, hidden) and 'weights' (1, seq, seq)."""
+    rng = np.random.default_rng(1)
+    weights = [(name, rng.normal(0, hidden ** -0.5, (hidden, hidden)).astype("float32"))
+               for name in ("wq", "wk", "wv")]
+    weights.append(("scale", np.array(hidden ** -0.5, dtype="float32")))
+    nodes = [helper.make_node("MatMul", ["x", "wq"], ["q"]),
+             helper.make_node("MatMul", ["x", "wk"], ["k"]),
+             helper.make_node("MatMul", ["x", "wv"], ["v"]),
+             helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["q", "kt"], ["scores"]),
+             helper.make_node("Mul", ["scores", "scale"], ["scaled"]),
+             helper.make_node("Softmax", ["scaled"], ["weights"], axis=-1),
+             helper.make_node("MatMul", ["weights", "v"], ["attention"])]
+    return _save(path, nodes,
+                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, seq, hidden])],
+                 [helper.make_tensor_value_info("attention", TensorProto.FLOAT,
+                                                [1, seq, hidden]),
+                  helper.make_tensor_value_info("weights", TensorProto.FLOAT, [1, seq, seq])],
+                 weights)
+
+
+def run_error(argv, capsys) -> str:
+    """The one line ``gbxfer tune: error: ...`` of a failing run (exit status 2)."""
+    from gbxfer.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("gbxfer tune: error: ")
+    return err.strip()
+
+
+@pytest.fixture(scope="module")
+def profile(tmp_path_factory):
+    return write_host_profile(tmp_path_factory.mktemp("profile"))
+
+
+@pytest.fixture(scope="module")
+def residual_run(tmp_path_factory, profile):
+    """A residual block with a dynamic batch, fixed by --input-shape and tuned for 8 trials."""
+    from gbxfer.cli import main
+
+    folder = tmp_path_factory.mktemp("residual")
+    model = residual_block(folder / "residual.onnx", batch="N")
+    out = folder / "run"
+    assert main(["tune", "--onnx", str(model), "--input-shape", "x=1,8,16,16", "--hardware",
+                 str(profile), "--trials", "8", *TINY, "--out", str(out)]) == 0
+    return out
+
+
+def test_tuned_onnx_model_is_a_loadable_library(residual_run):
+    from tvm import relax
+
+    library = tvm.runtime.load_module(str(residual_run / "module.so"))
+    vm = relax.VirtualMachine(library, tvm.cpu())
+    x = np.random.default_rng(0).standard_normal((1, 8, 16, 16)).astype("float32")
+    y = vm["main"](tvm.runtime.tensor(x)).numpy()
+    assert y.shape == (1, 8, 16, 16) and np.all(y >= x - 1e-5)  # ReLU(...) + x
+    assert not [p.name for p in residual_run.iterdir() if p.name.startswith(".")]  # no temp
+
+
+def test_tuned_onnx_model_matches_onnxruntime_and_both_are_timed(residual_run):
+    summary = json.loads((residual_run / "summary.json").read_text())
+    assert summary["outputs_match"] and summary["outputs"]["y"]["within_tolerance"]
+    assert 0 <= summary["max_abs_diff"]["y"] < 1e-3
+    assert summary["tolerance"]["rtol"] == 1e-3 and summary["tolerance"]["atol"] == 1e-4
+    assert summary["input_shapes"] == {"x": [1, 8, 16, 16]}
+    assert summary["onnx"].endswith("residual.onnx")
+    assert summary["tvm_ms"] > 0 and summary["onnx_runtime_ms"] > 0
+    assert summary["speedup"] == pytest.approx(summary["onnx_runtime_ms"] / summary["tvm_ms"])
+    assert summary["trials"] >= 8 and summary["budget"] == {"trials": 8}  # + a last batch
+
+
+def test_tuned_onnx_model_has_its_database_and_curve(residual_run):
+    from gbxfer import ingest
+
+    curve = pd.read_csv(residual_run / "curve.csv")
+    assert curve["trials"].max() >= 8
+    assert (residual_run / "curve.png").stat().st_size > 0
+    assert ingest([residual_run / "metaschedule"]).records["valid"].sum() >= 1
+
+
+def test_attention_block_tuned_for_minutes_matches_onnxruntime(tmp_path, profile):
+    """--minutes: the run ends by itself (its trial cap is effectively unlimited) soon after
+    the minutes are spent."""
+    from gbxfer.cli import main
+
+    model = attention_block(tmp_path / "attention.onnx")
+    out = tmp_path / "run"
+    assert main(["tune", "--onnx", str(model), "--hardware", str(profile), "--minutes", "0.1",
+                 *TINY, "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["budget"] == {"minutes": 0.1} and summary["trials"] >= 1
+    assert summary["seconds"] < 6 + 60  # the budget, the last batch and the pool shutting down
+    assert pd.read_csv(out / "curve.csv")["seconds"].iloc[-1] < 6 + 60
+    assert set(summary["outputs"]) == {"attention", "weights"} and summary["outputs_match"]
+    assert tvm.runtime.load_module(str(out / "module.so")) is not None
+
+
+def test_dynamic_dimension_is_refused_before_anything_is_written(tmp_path, profile, capsys):
+    model = residual_block(tmp_path / "dynamic.onnx", batch="batch")
+    line = run_error(["tune", "--onnx", str(model), "--hardware", str(profile),
+                      "--trials", "8", "--out", str(tmp_path / "run"), "-q"], capsys)
+    assert "input 'x' has a dynamic dimension 'batch'" in line
+    assert "--input-shape x=1,8,16,16" in line
+    assert not (tmp_path / "run").exists()
+
+
+def test_input_shape_of_an_input_the_model_lacks_lists_its_inputs(tmp_path, profile, capsys):
+    model = residual_block(tmp_path / "residual.onnx")
+    line = run_error(["tune", "--onnx", str(model), "--input-shape", "image=1,8,16,16",
+                      "--hardware", str(profile), "--trials", "8",
+                      "--out", str(tmp_path / "run"), "-q"], capsys)
+    assert "no input 'image'" in line and "its inputs: x" in line
+    assert not (tmp_path / "run").exists()
+
+
+def test_input_shape_that_contradicts_a_static_dimension_is_refused(tmp_path, profile, capsys):
+    model = residual_block(tmp_path / "residual.onnx", batch="N")
+    line = run_error(["tune", "--onnx", str(model), "--input-shape", "x=1,3,16,16",
+                      "--hardware", str(profile), "--trials", "8",
+                      "--out", str(tmp_path / "run"), "-q"], capsys)
+    assert "x=1,3,16,16" in line and "[N, 8, 16, 16]" in line
+
+
+def test_input_shape_without_onnx_is_refused(tmp_path, profile, capsys):
+    line = run_error(["tune", "--relax", "resnet18", "--input-shape", "data=1,224,224,3",
+                      "--hardware", str(profile), "--trials", "8",
+                      "--out", str(tmp_path / "run"), "-q"], capsys)
+    assert "--input-shape" in line and "--onnx" in line
+
+
+def test_operators_the_frontend_cannot_convert_are_named(tmp_path, profile, capsys):
+    # Celu is a standard ONNX operator TVM 0.27's Relax frontend lacks
+    nodes = [helper.make_node("Celu", ["x"], ["c"], name="celu_0"),
+             helper.make_node("GbxferNoSuchOp", ["c"], ["y"])]
+    value = helper.make_tensor_value_info
+    model = _save(tmp_path / "exotic.onnx", nodes, [value("x", TensorProto.FLOAT, [1, 4])],
+                  [value("y", TensorProto.FLOAT, [1, 4])])
+    line = run_error(["tune", "--onnx", str(model), "--hardware", str(profile),
+                      "--trials", "8", "--out", str(tmp_path / "run"), "-q"], capsys)
+    assert "Celu (node 'celu_0')" in line and "GbxferNoSuchOp" in line
+    assert not (tmp_path / "run").exists()
+
+
+def test_file_that_is_no_onnx_model_is_refused(tmp_path, profile, capsys):
+    (tmp_path / "notes.onnx").write_text("not an onnx model\n")
+    line = run_error(["tune", "--onnx", str(tmp_path / "notes.onnx"), "--hardware",
+                      str(profile), "--trials", "8", "--out", str(tmp_path / "run"), "-q"],
+                     capsys)
+    assert "notes.onnx: not an ONNX model" in line
+    assert not (tmp_path / "run").exists()
+
+
+def test_model_onnxruntime_cannot_load_is_refused_before_tuning(tmp_path, profile, capsys):
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "future",
+                              [value("x", TensorProto.FLOAT, [1, 4])],
+                              [value("y", TensorProto.FLOAT, [1, 4])])
+    model = tmp_path / "future.onnx"  # an opset no ONNX Runtime release supports yet
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 99)]), str(model))
+    line = run_error(["tune", "--onnx", str(model), "--hardware", str(profile), "--trials", "8",
+                      "--out", str(tmp_path / "run"), "-q"], capsys)
+    assert "future.onnx: ONNX Runtime" in line and "cannot load it" in line
+    assert not (tmp_path / "run").exists()
+
+
+def test_onnx_without_onnxruntime_names_the_extra(tmp_path, profile, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as if not installed
+    model = residual_block(tmp_path / "residual.onnx")
+    line = run_error(["tune", "--onnx", str(model), "--hardware", str(profile), "--trials",
+                      "8", "--out", str(tmp_path / "run"), "-q"], capsys)
+    assert "pip install 'gbxfer[tvm,onnx]'" in line
+    assert not (tmp_path / "run").exists()
+
+
+def test_outputs_compare_within_a_tolerance_of_their_scale():
+    from gbxfer.tvm._onnx import compare_outputs
+
+    expected = np.array([100.0, 1.0, 0.0, np.nan])
+    close = expected + np.array([5e-3, 5e-3, 5e-3, 0.0])  # within 1e-4 x 100 + 1e-3 x |e|
+    report = compare_outputs(["a"], [close], [expected])["a"]
+    assert report["within_tolerance"] and report["scale"] == 100.0
+    assert report["max_abs_diff"] == pytest.approx(5e-3)
+    far = expected + np.array([0.0, 0.0, 0.2, 0.0])
+    assert not compare_outputs(["a"], [far], [expected])["a"]["within_tolerance"]
+    assert not compare_outputs(["a"], [np.zeros(3)], [np.zeros(4)])["a"]["within_tolerance"]
