@@ -22,6 +22,9 @@ DEFAULT, LAMBDARANK = load_model_config().params, load_model_config("lambdarank"
 VARIANTS = {
     "default (xgboost regression, 150 x 0.2)": DEFAULT,
     "xgboost regression, 300 x 0.1": {**DEFAULT, "n_estimators": 300, "learning_rate": 0.1},
+    "xgboost regression, 500 x 0.05": {**DEFAULT, "n_estimators": 500, "learning_rate": 0.05},
+    "xgboost regression, 500 x 0.05, 63 leaves, depth 10": {
+        **DEFAULT, "n_estimators": 500, "learning_rate": 0.05, "num_leaves": 63, "max_depth": 10},
     "lightgbm regression, 150 x 0.2": {**DEFAULT, "backend": "lightgbm"},
     "lightgbm regression, 300 x 0.1": {**LAMBDARANK, "objective": "regression"},
     "lambdarank (lightgbm, 300 x 0.1)": LAMBDARANK,

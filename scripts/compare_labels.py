@@ -5,8 +5,9 @@
 The default config (XGBoost regression) trains on the by-task training part (test fraction 0.3)
 of each seed with one label transform at a time: MetaSchedule's normalised throughput (min
 latency / latency in the task x hardware group, the default), its square and fourth power
-(weighting the fast programs more), its log, and the percentile rank within the group (which
-ignores how much faster). Scored on the test part; mean +- 95% CI over seeds and of the paired
+(weighting the fast programs more), its square root and log, the percentile rank within the
+group (which ignores how much faster), the z-score of -log latency within the group, and
+log(FLOPs / latency) (an absolute throughput, comparable across tasks). Scored on the test part; mean +- 95% CI over seeds and of the paired
 per-seed differences to the default label (d_*).
 Results: scripts/results/compare_labels.{json,csv}.
 """
@@ -24,14 +25,25 @@ from gbxfer.model import GBCostRanker, load_model_config
 METRICS = ("pca", "top1", "top5")
 
 
+def z_scores(values, groups):
+    by = pd.Series(values).groupby(groups)
+    return (values - by.transform("mean").to_numpy()) / (by.transform("std").fillna(
+        0).to_numpy() + 1e-9)
+
+
 def main() -> None:
     args, dataset, fm = experiment(__doc__, seeds=10)
     r = fm.records
     ratio = r["label"].to_numpy()
     labels = {"throughput ratio (default)": ratio, "ratio^2": ratio ** 2, "ratio^4": ratio ** 4,
-              "log ratio": np.log(ratio),
+              "sqrt ratio": np.sqrt(ratio), "log ratio": np.log(ratio),
               "percentile rank": pd.Series(ratio).groupby(r["group"].to_numpy()).rank(
-                  pct=True).to_numpy()}
+                  pct=True).to_numpy(),
+              "z-score of -log latency": z_scores(-np.log(r["latency"].to_numpy()),
+                                                  r["group"].to_numpy()),
+              "log(FLOPs / latency)": np.log(r["task_key"].map(dataset.tasks.set_index(
+                  "task_key")["flops"]).to_numpy(float) / r["latency"].to_numpy())}
+    labels = {name: y for name, y in labels.items() if np.isfinite(y).all()}  # FLOPs known
     params = load_model_config().params
     results: dict = {}
     for seed in args.seed_list:
