@@ -181,3 +181,14 @@ def test_cross_block_is_the_program_against_its_hardware():
     assert np.allclose(col("cross.vector_over_lanes"), col("program.vectorize_log2") - lanes,
                        atol=1e-5)
     assert len(np.unique(col("cross.vector_over_lanes"))) > 1
+
+
+def test_workload_of_scalar_arguments_has_no_missing_dims():
+    """A task whose arguments are all scalars (an ONNX model's 0-d input): no dims, log2 0."""
+    import json
+
+    from gbxfer.features._workload import COLUMNS, workload_vector
+
+    vec = workload_vector("add", json.dumps([["float32", []], ["float32", []]]), 1.0)
+    col = {c: i for i, c in enumerate(COLUMNS)}
+    assert vec[col["max_dim_log2"]] == vec[col["min_dim_log2"]] == 0.0

@@ -240,3 +240,66 @@ def test_outputs_compare_within_a_tolerance_of_their_scale():
     far = expected + np.array([0.0, 0.0, 0.2, 0.0])
     assert not compare_outputs(["a"], [far], [expected])["a"]["within_tolerance"]
     assert not compare_outputs(["a"], [np.zeros(3)], [np.zeros(4)])["a"]["within_tolerance"]
+
+
+def test_invalid_graph_is_refused_in_one_line_with_the_checkers_finding(tmp_path, profile,
+                                                                         capfd):
+    """A dangling edge: the frontend's warning and its half-built BlockBuilder's C++ warning
+    (logged when freed) stay off stderr; the checker's finding is in the error line."""
+    import gc
+
+    from gbxfer.cli import main
+
+    value = helper.make_tensor_value_info
+    model = _save(tmp_path / "dangling.onnx", [helper.make_node("Add", ["x", "ghost"], ["y"])],
+                  [value("x", TensorProto.FLOAT, [1, 4])], [value("y", TensorProto.FLOAT, [1, 4])])
+    assert main(["tune", "--onnx", str(model), "--hardware", str(profile), "--trials", "8",
+                 "--out", str(tmp_path / "run"), "-q"]) == 2
+    gc.collect()  # whatever the failed import left behind, freed now
+    err = capfd.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "BlockBuilder" not in err, err
+    assert err.startswith("gbxfer tune: error: ") and "dangling.onnx" in err
+    assert "onnx.checker: Nodes in a graph must be topologically sorted" in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_model_with_no_kernels_is_refused_before_anything_is_written(tmp_path, profile, capsys):
+    value = helper.make_tensor_value_info
+    model = _save(tmp_path / "identity.onnx", [], [value("x", TensorProto.FLOAT, [1, 4])],
+                  [value("x", TensorProto.FLOAT, [1, 4])])  # the input is the output
+    line = run_error(["tune", "--onnx", str(model), "--hardware", str(profile), "--trials", "8",
+                      "--out", str(tmp_path / "run"), "-q"], capsys)
+    assert "identity.onnx: the network has no kernels to tune" in line
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("option", [["--seed", "-1"], ["--seed", str(2 ** 64)],
+                                    ["--trials", str(10 ** 23)],
+                                    ["--population", str(2 ** 40)],
+                                    ["--min-repeat-ms", str(2 ** 40)],
+                                    ["--input-shape", "x=100000000000000000000,8,16,16"]])
+def test_integers_tvm_cannot_take_are_argument_errors(tmp_path, profile, capsys, option):
+    """Rather than a TypeError from TVM (or NumPy) once OUT is written."""
+    from gbxfer.cli import main
+
+    model = residual_block(tmp_path / "residual.onnx", batch="N")
+    argv = ["tune", "--onnx", str(model), "--hardware", str(profile), "--out",
+            str(tmp_path / "run"), "-q", *option]
+    if option[0] != "--trials":
+        argv += ["--trials", "8"]
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option[0]}" in err and "Traceback" not in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_folder_given_as_the_model_is_named_as_one(tmp_path, profile, capsys):
+    from gbxfer.cli import main
+
+    (tmp_path / "model.onnx").mkdir()
+    with pytest.raises(SystemExit):
+        main(["tune", "--onnx", str(tmp_path / "model.onnx"), "--hardware", str(profile),
+              "--trials", "8", "--out", str(tmp_path / "run")])
+    assert "is a folder, not an ONNX file" in capsys.readouterr().err

@@ -101,3 +101,22 @@ def test_jobs_must_be_a_positive_integer(ansor_dir):
     for jobs in (0, -1, 1.5, True):
         with pytest.raises(GbxferError, match="jobs must be a positive integer"):
             ingest([ansor_dir], jobs=jobs)
+
+
+def test_workers_are_no_more_than_chunks_or_cpus(ansor_dir, monkeypatch):
+    """A fork pool starts all its workers at once: --jobs 100000 must not fork 100000."""
+    started = []
+    real = _parallel.ProcessPoolExecutor
+
+    def recording(max_workers, **options):
+        started.append(max_workers)
+        return real(max_workers, **options)
+
+    monkeypatch.setattr(_parallel, "ProcessPoolExecutor", recording)
+    monkeypatch.setattr(_parallel, "CHUNK", 10 ** 6)  # one chunk per log
+    log = min(ansor_dir.rglob("*.json*"))
+    assert_same(outcome([log]), outcome([log], jobs=100_000))
+    assert started == [1]
+    monkeypatch.setattr(_parallel, "_usable_cpus", lambda: 3)
+    outcome([ansor_dir], jobs=100_000)
+    assert started[-1] == 3

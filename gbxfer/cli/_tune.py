@@ -19,6 +19,19 @@ from ._common import (command_stamp, non_negative_int, output_folder, positive_f
                       positive_int)
 
 log = logging.getLogger("gbxfer")
+INT32_MAX = 2 ** 31 - 1  # MetaSchedule's counts, and TVM's shapes as the frontend takes them
+MAX_TRIALS = 1_000_000_000  # gbxfer.tvm._tune.UNLIMITED_TRIALS: MetaSchedule counts in int32
+
+
+def _at_most(kind, limit: int):
+    """An argparse ``type=``: ``kind`` (positive_int, non_negative_int), and <= ``limit``:
+    larger values reach TVM as integers it cannot take (a traceback after OUT is written)."""
+    def parse(text: str) -> int:
+        value = kind(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"expected at most {limit}, got {text!r}")
+        return value
+    return parse
 
 
 def add_parser(verbs, common):
@@ -69,20 +82,23 @@ def add_parser(verbs, common):
                    help="with --onnx: the shape of input NAME, fixing its dynamic dimensions "
                         "(repeat for each input that has any)")
     budget = p.add_mutually_exclusive_group(required=True)
-    budget.add_argument("--trials", type=positive_int, metavar="N",
+    budget.add_argument("--trials", type=_at_most(positive_int, MAX_TRIALS), metavar="N",
                         help="measurements in all")
     budget.add_argument("--minutes", type=positive_float, metavar="M",
                         help="tune for M minutes of wall clock instead, counted once TVM and "
                              "its workers have started (no measurement batch starts after "
                              "them; compiling and checking the network take extra)")
-    p.add_argument("--trials-per-iter", type=positive_int, default=16, metavar="N",
+    p.add_argument("--trials-per-iter", type=_at_most(positive_int, INT32_MAX), default=16,
+                   metavar="N",
                    help="measurements per search round (default: 16)")
     p.add_argument("--out", required=True, type=output_folder, metavar="DIR")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--population", type=positive_int, default=512,
+    p.add_argument("--seed", type=_at_most(non_negative_int, INT32_MAX), default=0,
+                   help="random seed, 0 to 2^31-1 (default: 0)")
+    p.add_argument("--population", type=_at_most(positive_int, INT32_MAX), default=512,
                    help="evolutionary search population per round (MetaSchedule's default)")
-    p.add_argument("--repeats", type=positive_int, default=3, help="timed repeats per program")
-    p.add_argument("--min-repeat-ms", type=non_negative_int, default=40,
+    p.add_argument("--repeats", type=_at_most(positive_int, INT32_MAX), default=3,
+                   help="timed repeats per program")
+    p.add_argument("--min-repeat-ms", type=_at_most(non_negative_int, INT32_MAX), default=40,
                    help="each repeat runs the kernel for at least this long")
     p.set_defaults(run=run)
 
@@ -100,21 +116,24 @@ def relax_option(text: str) -> str:
 def onnx_file(text: str) -> Path:
     """``--onnx``: an existing file (whether it holds an ONNX model is checked on loading)."""
     path = Path(text)
+    if text and path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r}: is a folder, not an ONNX file")
     if not text or not path.is_file():
         raise argparse.ArgumentTypeError(f"{text!r}: no such file")
     return path
 
 
 def input_shape_option(text: str) -> tuple[str, tuple[int, ...]]:
-    """``--input-shape NAME=D1,D2,...``: an input's name and its dimensions (integers >= 1)."""
+    """``--input-shape NAME=D1,D2,...``: an input's name and its dimensions (integers 1 to
+    2^31-1)."""
     name, equals, dims = text.rpartition("=")
     try:
         shape = tuple(int(d) for d in dims.split(","))
     except ValueError:
         shape = ()
-    if not (name and equals and shape and all(d >= 1 for d in shape)):
-        raise argparse.ArgumentTypeError(f"expected NAME=D1,D2,... (dimensions integers >= 1), "
-                                         f"got {text!r}")
+    if not (name and equals and shape and all(1 <= d <= INT32_MAX for d in shape)):
+        raise argparse.ArgumentTypeError(f"expected NAME=D1,D2,... (dimensions integers 1 to "
+                                         f"{INT32_MAX}), got {text!r}")
     return name, shape
 
 
@@ -168,6 +187,9 @@ def run(args) -> int:
         else:
             network = load_network(args.relax)  # compiled as built: compile_relax prepares it
         tasks = extract_tasks(prepare(network), tvm.target.Target(profile.target))
+        if not tasks:  # before OUT is written: MetaSchedule refuses to tune nothing
+            raise GbxferError(f"{network_source} {args.onnx or args.relax}: the network has no "
+                              "kernels to tune (it computes nothing, or only constants)")
     else:
         suite = load_suite(find_config("workloads", args.suite))
         if args.tasks:

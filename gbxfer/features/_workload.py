@@ -58,8 +58,8 @@ def workload_vector(operator: str, args_json: str, flops: float) -> np.ndarray:
     if shapes:
         vec[col["out_log2_size"]] = math.log2(max(sizes[-1], 1))
         dims = [d for s in shapes for d in s]
-        vec[col["max_dim_log2"]] = math.log2(max(max(dims), 1))
-        vec[col["min_dim_log2"]] = math.log2(max(min(dims), 1))
+        vec[col["max_dim_log2"]] = math.log2(max(max(dims, default=1), 1))  # scalars: no dims
+        vec[col["min_dim_log2"]] = math.log2(max(min(dims, default=1), 1))
         nbytes = sum(size * DTYPE_BYTES.get(a[0], 4) for size, a in zip(sizes, args))
         vec[col["log2_bytes"]] = math.log2(max(nbytes, 1))
     vec[col["n_args"]] = len(shapes)

@@ -10,6 +10,7 @@ reading order: the calls the builder sees, and so the dataset, are those of a se
 from __future__ import annotations
 
 import multiprocessing
+import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -52,6 +53,14 @@ class _Recorder(RecordBuilder):
         self.events.append(("add", measurement))
 
 
+def _usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the platform has one)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def _main_file(step) -> Path | None:
     """The file whose lines a step's chunks share out."""
     return step.path if step.kind == "ansor" else find_file(step.path, RECORD_FILE)
@@ -92,7 +101,10 @@ def read_in_parallel(steps, builder: RecordBuilder, datasets: list, progress, jo
             starts = chunk_starts(main, CHUNK) if main is not None else [1]
             chunks[i] = list(zip(starts, [*starts[1:], None]))
     context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(jobs, mp_context=context) as pool:
+    # a fork pool starts all its workers at once: no more than there are chunks to read or
+    # CPUs to read them on (the dataset is the same whatever the number)
+    workers = max(1, min(jobs, sum(map(len, chunks.values())), _usable_cpus()))
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
         futures = {i: [pool.submit(_read_chunk, steps[i], start, stop, builder.skip_bad)
                        for start, stop in ranges] for i, ranges in chunks.items()}
         try:

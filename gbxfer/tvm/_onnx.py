@@ -10,16 +10,24 @@ ONNX Runtime on the same seeded random inputs, compares every output and times b
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
+import logging
 import math
 import os
+import sys
+import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import GbxferError
 from ..hardware.profiles import HardwareProfile
+
+log = logging.getLogger("gbxfer")
 
 # Outputs match when |tvm - onnxruntime| <= ATOL * scale + RTOL * |onnxruntime| everywhere, with
 # scale the output's largest |onnxruntime| value (1 when that is 0): float32 kernels that sum in
@@ -148,14 +156,51 @@ def load_onnx(path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> O
                               f"{onnx.TensorProto.DataType.Name(elem_type)}: gbxfer feeds "
                               "float, integer and bool inputs only")
         inputs[name] = (_fixed_shape(name, _dims(value_info), input_shapes.get(name)), dtype)
-    try:
-        mod = from_onnx(model, shape_dict={name: list(shape) for name, (shape, _) in
-                                           inputs.items()}, keep_params_in_input=False)
-    except Exception as exc:  # the frontend raises anything from ValueError to TVMError
-        message = str(exc).strip().splitlines()
-        raise GbxferError(f"{path}: TVM's ONNX frontend cannot import it: "
-                          f"{type(exc).__name__}: {message[-1] if message else ''}") from exc
+    # The frontend warns (Python warnings: onnx.checker's findings) and, when it fails, leaves a
+    # half-built BlockBuilder whose C++ destructor logs to stderr when freed: both are kept off
+    # stderr (logged at debug level), so that a refusal is the one error line.
+    failure = mod = None
+    with _stderr_captured() as captured, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            mod = from_onnx(model, shape_dict={name: list(shape) for name, (shape, _) in
+                                               inputs.items()}, keep_params_in_input=False)
+        except Exception as exc:  # noqa: BLE001 - the frontend raises ValueError to TVMError
+            message = str(exc).strip().splitlines()
+            failure = f"{type(exc).__name__}: {message[-1] if message else ''}"
+        gc.collect()  # the failed import's frames and builder, freed while stderr is captured
+    checker = [" ".join(str(w.message).split()) for w in caught]
+    for line in [*checker, *captured]:
+        log.debug("TVM's ONNX frontend: %s", line)
+    if failure is not None:
+        hint = f" (onnx.checker: {checker[0]})" if checker else ""
+        raise GbxferError(f"{path}: TVM's ONNX frontend cannot import it: {failure}{hint}")
     return OnnxNetwork(path, inputs, [o.name for o in model.graph.output], mod)
+
+
+@contextlib.contextmanager
+def _stderr_captured():
+    """File descriptor 2 (where TVM's C++ logging writes) into a temporary file while the block
+    runs; yields a list that holds the captured lines afterwards."""
+    lines: list[str] = []
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no stderr to capture
+        yield lines
+        return
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield lines
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            lines.extend(line for line in sink.read().decode("utf-8", "replace").splitlines()
+                         if line.strip())
 
 
 def random_inputs(network: OnnxNetwork, seed: int = 0) -> dict[str, np.ndarray]:
