@@ -125,3 +125,32 @@ def test_schema_2_dataset_loads_with_an_unknown_machine(ansor_a100_dataset, tmp_
     assert old.machines == ["unknown"] and len(old) == len(ansor_a100_dataset)
     from gbxfer import ingest
     assert ingest([path], machine="NVIDIA A100").machines == ["NVIDIA A100"]
+
+
+@pytest.mark.parametrize("order", ["sorted", "shuffled"])
+def test_a_part_is_read_one_row_group_at_a_time(ansor_a100_dataset, tmp_path, monkeypatch, order):
+    import pandas as pd
+    import pyarrow.parquet as pq
+    from gbxfer.records import dataset as module
+    r = ansor_a100_dataset.records
+    r = (r.sort_values("task_key", kind="stable") if order == "sorted"
+         else r.sample(frac=1.0, random_state=0)).reset_index(drop=True)
+    monkeypatch.setattr(module, "ROW_GROUP", 40)
+    path = Dataset(r, ansor_a100_dataset.tasks).save(tmp_path / "ds")
+    keys = sorted(r["task_key"].unique())[1:3]
+    reads, read = [], pq.ParquetFile.read_row_group
+    monkeypatch.setattr(pq.ParquetFile, "read_row_group", lambda self, i, columns=None, **kw:
+                        reads.append(columns) or read(self, i, columns=columns, **kw))
+    part = Dataset.load(path, tasks=keys)
+    reads_part = list(reads)
+    everything = Dataset.load(path).records
+    expected = everything[everything["task_key"].isin(keys)].reset_index(drop=True)
+    pd.testing.assert_frame_equal(part.records, expected)
+    assert sorted(part.tasks["task_key"]) == keys
+    groups = -(-len(r) // 40)
+    reads = reads_part
+    whole = [c for c in reads if c != ["task_key"]]  # row groups read beyond their keys
+    assert len(whole) <= -(-len(expected) // 40) + 1 if order == "sorted" else len(whole) <= groups
+    if order == "sorted":  # the statistics skip the row groups of other tasks unread
+        assert len(reads) - len(whole) < groups / 2
+    assert Dataset.load(path, tasks=["no such task"]).records.empty

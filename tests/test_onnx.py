@@ -123,6 +123,8 @@ def test_tuned_onnx_model_matches_onnxruntime_and_both_are_timed(residual_run):
     assert summary["onnx"].endswith("residual.onnx")
     assert summary["tvm_ms"] > 0 and summary["onnx_runtime_ms"] > 0
     assert summary["speedup"] == pytest.approx(summary["onnx_runtime_ms"] / summary["tvm_ms"])
+    # the profile's thread count, on both sides (the host profile: 1 thread)
+    assert summary["threads"] == {"tvm": 1, "onnx_runtime": 1}
     assert summary["trials"] >= 8 and summary["budget"] == {"trials": 8}  # + a last batch
 
 

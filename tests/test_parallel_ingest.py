@@ -120,3 +120,14 @@ def test_workers_are_no_more_than_chunks_or_cpus(ansor_dir, monkeypatch):
     monkeypatch.setattr(_parallel, "_usable_cpus", lambda: 3)
     outcome([ansor_dir], jobs=100_000)
     assert started[-1] == 3
+
+
+@pytest.mark.parametrize("block_size", [1, 2, 5, 64, 1 << 20])
+@pytest.mark.parametrize("text", [b"a\nbb\n\nccc\nd", b"a\nbb\n\nccc\nd\n", b"\n\n\nx\n", b""])
+def test_a_chunk_starts_at_its_line_whatever_the_blocks(text, block_size):
+    import io
+    from gbxfer.records.formats._lines import _lines_from
+    lines = text.splitlines(keepends=True)
+    for start in range(1, len(lines) + 3):
+        got = list(_lines_from(io.BytesIO(text), start, block_size))
+        assert got == lines[start - 1:], (start, got)

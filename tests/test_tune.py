@@ -55,3 +55,20 @@ def test_an_online_mode_that_needs_a_model_refuses_a_cold_start(tmp_path, capsys
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--online refine needs a model" in err[0]
     assert not (tmp_path / "run" / "summary.json").exists()
+
+
+@pytest.mark.parametrize("earlier", ["metaschedule/database_tuning_record.json", "summary.json"])
+def test_an_earlier_run_in_out_is_not_mixed_into_a_new_one(tmp_path, capsys, earlier):
+    from gbxfer.cli import main
+
+    (tmp_path / "tiny.yaml").write_text(SUITE)
+    out = tmp_path / "run"
+    (out / earlier).parent.mkdir(parents=True, exist_ok=True)
+    (out / earlier).write_text('[0, [[[], []], [1e-3], {"kind": "llvm"}, []]]\n')
+    before = sorted(p.name for p in out.rglob("*"))
+    assert main(["tune", "--suite", str(tmp_path / "tiny.yaml"), "--hardware",
+                 str(write_host_profile(tmp_path)), "--model", "none", "--trials", "8",
+                 "--out", str(out)]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "holds an earlier tuning run" in err[0]
+    assert sorted(p.name for p in out.rglob("*")) == before

@@ -6,6 +6,7 @@ import argparse
 import importlib
 import json
 import logging
+import os
 from pathlib import Path
 
 import numpy as np
@@ -166,7 +167,14 @@ def run(args) -> int:
                           f"{network_source}'s")
     if args.input_shape and not args.onnx:
         raise GbxferError("--input-shape fixes the inputs of an --onnx model")
+    earlier = [name for name in ("metaschedule/database_tuning_record.json", "summary.json")
+               if (args.out / name).is_file() and (args.out / name).stat().st_size]
+    if earlier:  # its records would mix into this run's database, search and result
+        raise GbxferError(f"{args.out}: holds an earlier tuning run ({earlier[0]}); give a new "
+                          "--out folder or remove that one")
     profile = load_profile(args.hardware)
+    # TVM reads it when its thread pool starts: the network's timings use the profile's threads
+    os.environ["TVM_NUM_THREADS"] = str(profile.threads)
     weights = None  # the tasks' own: the suite's, or occurrences in the network
     if args.relax or args.onnx:
         from ..tvm._networks import extract_tasks, load_network, prepare
@@ -270,7 +278,9 @@ def onnx_summary(network, session, profile, out: Path, seed: int) -> dict:
               f"{'' if o['within_tolerance'] else ' (BEYOND TOLERANCE)'}")
     scheduled = part["scheduled_functions"]
     print(f"{network.path}: TVM {part['tvm_ms']:.4g} ms, ONNX Runtime "
-          f"{part['onnx_runtime_ms']:.4g} ms per inference (median of 5; {part['speedup']:.3g}x; "
+          f"{part['onnx_runtime_ms']:.4g} ms per inference (median of 5, "
+          f"{part['threads']['tvm']} / {part['threads']['onnx_runtime']} threads; "
+          f"{part['speedup']:.3g}x; "
           f"{scheduled[0]} of {scheduled[1]} functions scheduled from the database); library: "
           f"{out / 'module.so'}")
     return part

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from ..errors import InputError
 from .formats import RecordBuilder, read_ansor_log, read_metaschedule_database
 from .formats._lines import chunk_starts
 from .formats._metaschedule import RECORD_FILE, find_file
+from .programs import program_id
 
 CHUNK = 2000  # lines per chunk
 
@@ -50,6 +52,11 @@ class _Recorder(RecordBuilder):
             self.events.append(("task", task_key, fields))
 
     def add(self, **measurement) -> None:
+        # what crosses to the parent is pickled: the program id instead of the canonical text
+        # (a second copy of the program), each primitive name one shared string
+        measurement["pid"] = program_id(measurement["task_key"], measurement["canonical"])
+        measurement["canonical"] = None
+        measurement["primitives"] = [sys.intern(p) for p in measurement["primitives"]]
         self.events.append(("add", measurement))
 
 

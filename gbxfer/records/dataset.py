@@ -19,10 +19,12 @@ import pyarrow.parquet as pq
 from ..errors import GbxferError
 from ..manifests import (MANIFEST, file_entry, new_token, prepare_folder, read_manifest,
                          switch_manifest, verify_files)
+from ._parts import read_part
 
 SCHEMA_VERSION = 3
 READABLE_VERSIONS = (2, 3)  # 2: no machine column (read as "unknown")
 FORMAT_NAME = "gbxfer-dataset"
+ROW_GROUP = 65_536  # records per Parquet row group: the unit a part of the dataset is read in
 
 RECORD_SCHEMA = pa.schema([
     ("record_id", pa.string()),        # hash of (program_id, hardware)
@@ -122,13 +124,13 @@ class Dataset:
             schema = (RECORD_SCHEMA if manifest["schema_version"] == SCHEMA_VERSION else
                       RECORD_SCHEMA.remove(RECORD_SCHEMA.get_field_index("machine")))
             only = None if tasks is None else [("task_key", "in", list(tasks))]
-            records = pq.read_table(path / tables["records"], schema=schema,
-                                    filters=only).to_pandas()
+            records = (pq.read_table(path / tables["records"], schema=schema) if only is None
+                       else read_part(path / tables["records"], schema, tasks)).to_pandas()
             tasks = pq.read_table(path / tables["tasks"], schema=TASK_SCHEMA,
                                   filters=only).to_pandas()
             per_store = (pd.read_parquet(path / tables["per_store"]) if "per_store" in tables
                          and only is None else None)
-        except (pa.ArrowException, OSError, ValueError) as exc:  # checksummed, yet unreadable
+        except (pa.ArrowException, OSError, ValueError, KeyError) as exc:  # checksummed
             raise GbxferError(f"{path}: unreadable table ({exc})") from None
         if "machine" not in records:  # schema 2: re-ingest with --machine to name it
             records.insert(RECORD_COLUMNS.index("machine"), "machine", "unknown")
@@ -347,7 +349,8 @@ def _check_machines(records: pd.DataFrame, where: str) -> None:
 
 def _write_parquet(frame: pd.DataFrame, schema: pa.Schema, path: Path) -> None:
     table = pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False)
-    pq.write_table(table, path, compression="zstd")  # a fresh name: no manifest names it yet
+    pq.write_table(table, path, compression="zstd",  # a fresh name: no manifest names it yet
+                   row_group_size=ROW_GROUP)
 
 
 def _sum_counts(dicts) -> dict:

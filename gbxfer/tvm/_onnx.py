@@ -307,7 +307,9 @@ def check_against_onnxruntime(network: OnnxNetwork, folder: Path, profile: Hardw
 
     from ._networks import compile_network, scheduled_functions, time_network
 
-    os.environ["TVM_NUM_THREADS"] = str(profile.threads)  # read when TVM's thread pool starts
+    # TVM sizes its thread pool once, from TVM_NUM_THREADS (`gbxfer tune` sets the profile's);
+    # the summary states the count it timed with
+    tvm_threads = int(tvm.get_global_func("runtime.NumThreads")())
     database = ms.database.JSONDatabase(work_dir=str(folder))
     target = tvm.target.Target(profile.target)
     executable = compile_network(network.mod, database, target)
@@ -321,6 +323,7 @@ def check_against_onnxruntime(network: OnnxNetwork, folder: Path, profile: Hardw
     return {"onnx": str(network.path),
             "input_shapes": {name: list(shape) for name, (shape, _) in network.inputs.items()},
             "tvm_ms": tvm_ms, "onnx_runtime_ms": onnx_runtime_ms,
+            "threads": {"tvm": tvm_threads, "onnx_runtime": profile.threads},
             "speedup": onnx_runtime_ms / tvm_ms,
             "max_abs_diff": {name: o["max_abs_diff"] for name, o in outputs.items()},
             "outputs": outputs,

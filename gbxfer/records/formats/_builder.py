@@ -65,9 +65,10 @@ class RecordBuilder:
             self._tasks[task_key] = row
 
     def add(self, *, task_key, canonical, raw, primitives, costs, error, hardware, family,
-            target, source_format, source, line) -> None:
-        """Add one measurement; ``costs`` are valid repeats (seconds), ``error`` is "" unless failed."""
-        pid = program_id(task_key, canonical)
+            target, source_format, source, line, pid=None) -> None:
+        """Add one measurement; ``costs`` are valid repeats (seconds), ``error`` is "" unless
+        failed; ``pid``: the program id of ``canonical`` when computed already."""
+        pid = pid or program_id(task_key, canonical)
         rid = record_id(pid, hardware)
         rec = self._records.get(rid)
         if rec is None:
