@@ -4,7 +4,7 @@
 
 Features: on the bundled dataset and on the bundled dataset merged with the third-party data
 of ../shared/data (when present), the median wall-clock time of the program block over
---repeats runs, serial and with 2 processes (``build(..., n_jobs=2)``: each given whole
+--repeats runs, serial and with 2 processes timed in turn (``build(..., n_jobs=2)``: each given whole
 tasks), their ratio, and whether the two matrices are equal bit for bit. Ingest: the same for
 ``ingest(..., jobs=2)`` of the third-party logs and database (records, tasks and manifest
 equal). Run on an idle machine.
@@ -24,22 +24,16 @@ from gbxfer import Dataset, ingest, load_dataset
 from gbxfer.features import build
 
 
-def timed(dataset, n_jobs, repeats):
-    times, matrix = [], None
+def interleaved(run, repeats):
+    """Median seconds of ``run(1)`` and of ``run(2)`` (serial and two processes), the two
+    timed in turn ``repeats`` times; and the last result of each."""
+    times, results = {1: [], 2: []}, {}
     for _ in range(repeats):
-        start = time.perf_counter()
-        matrix = build(dataset, ["program"], n_jobs=n_jobs).X
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), matrix
-
-
-def timed_ingest(sources, jobs, repeats):
-    times, dataset = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        dataset = ingest(sources, jobs=jobs)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), dataset
+        for jobs in (1, 2):
+            start = time.perf_counter()
+            results[jobs] = run(jobs)
+            times[jobs].append(time.perf_counter() - start)
+    return statistics.median(times[1]), statistics.median(times[2]), results[1], results[2]
 
 
 def same_dataset(a, b) -> bool:
@@ -58,8 +52,8 @@ def main() -> None:
                       Dataset.concat([bundled, *(ingest([s]) for s in sources)])))
     rows = []
     for name, dataset in cases:
-        serial, a = timed(dataset, 1, args.repeats)
-        parallel, b = timed(dataset, 2, args.repeats)
+        serial, parallel, a, b = interleaved(
+            lambda jobs: build(dataset, ["program"], n_jobs=jobs).X, args.repeats)
         rows.append({"data": name, "records": len(dataset),
                      "programs": int(dataset.records["program_id"].nunique()),
                      "serial_s": round(serial, 3), "two_processes_s": round(parallel, 3),
@@ -67,8 +61,8 @@ def main() -> None:
                      "identical": bool(np.array_equal(a, b, equal_nan=True))})
         print_table(rows[-1:])
     if all(s.exists() for s in sources):
-        serial, a = timed_ingest(sources, 1, args.repeats)
-        parallel, b = timed_ingest(sources, 2, args.repeats)
+        serial, parallel, a, b = interleaved(lambda jobs: ingest(sources, jobs=jobs),
+                                             args.repeats)
         rows.append({"data": "ingest: shared data", "records": len(a),
                      "lines": sum(s["n_lines"] for s in a.manifest["sources"]),
                      "serial_s": round(serial, 3), "two_processes_s": round(parallel, 3),

@@ -165,8 +165,7 @@ def _parallel_rows(first: pd.DataFrame, n_jobs: int) -> np.ndarray:
     """:class:`ProgramFeaturizer` rows of ``first``'s programs from ``n_jobs`` processes, each
     given whole tasks (whose programs share sketches, which a featurizer caches). The workers
     are forked with the programs in memory: only row numbers and features cross over."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from ..records._parallel import fork_pool
 
     global _FORKED
     sizes = first.groupby("task_key", sort=True).size()
@@ -179,7 +178,7 @@ def _parallel_rows(first: pd.DataFrame, n_jobs: int) -> np.ndarray:
     parts = [np.flatnonzero(part_of == j) for j in range(n_jobs)]
     _FORKED = (first["source_format"].tolist(), first["program"].tolist())
     try:
-        with ProcessPoolExecutor(n_jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+        with fork_pool(n_jobs) as pool:
             futures = [pool.submit(_featurize, rows) for rows in parts]
             out = np.empty((len(first), len(_program.COLUMNS)), dtype=np.float32)
             for rows, future in zip(parts, futures):

@@ -9,6 +9,8 @@ reading order: the calls the builder sees, and so the dataset, are those of a se
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import multiprocessing
 import os
 import sys
@@ -60,6 +62,19 @@ class _Recorder(RecordBuilder):
         self.events.append(("add", measurement))
 
 
+@contextlib.contextmanager
+def fork_pool(workers: int):
+    """A pool of ``workers`` forked processes. The parent's objects are kept out of the garbage
+    collector's sight while the pool lives (``gc.freeze``), so that a collection in a worker
+    does not touch, and so copy, every page of the parent's heap it shares."""
+    gc.freeze()
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            yield pool
+    finally:
+        gc.unfreeze()
+
+
 def _usable_cpus() -> int:
     """CPUs this process may run on (its affinity mask where the platform has one)."""
     try:
@@ -107,11 +122,10 @@ def read_in_parallel(steps, builder: RecordBuilder, datasets: list, progress, jo
             main = _main_file(step)
             starts = chunk_starts(main, CHUNK) if main is not None else [1]
             chunks[i] = list(zip(starts, [*starts[1:], None]))
-    context = multiprocessing.get_context("fork")
     # a fork pool starts all its workers at once: no more than there are chunks to read or
     # CPUs to read them on (the dataset is the same whatever the number)
     workers = max(1, min(jobs, sum(map(len, chunks.values())), _usable_cpus()))
-    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+    with fork_pool(workers) as pool:
         futures = {i: [pool.submit(_read_chunk, steps[i], start, stop, builder.skip_bad)
                        for start, stop in ranges] for i, ranges in chunks.items()}
         try:
