@@ -106,7 +106,7 @@ def train_on_dask(path, config: ModelConfig | dict, client, split: SplitSpec | N
     if split is not None and split.kind not in KINDS:
         raise GbxferError(f"training on Dask applies {', '.join(KINDS)} splits, not "
                           f"{split.kind}")
-    keys = sorted(verified_tasks(path)["task_key"])
+    keys = sorted(verified_tasks(path, columns=["task_key"])["task_key"])
     if not keys:
         raise GbxferError(f"{path}: the dataset has no task")
     n = partitions or max(2 * len(client.scheduler_info()["workers"]),

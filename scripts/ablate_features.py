@@ -13,7 +13,8 @@ the workload's loop extents (each axis's tile at each level as a share of the ax
 level's spatial tiles against the output's size and reduction tiles against the reduction's,
 vector and unroll extents against the inner tile), or replaces every program column by its
 rank within its (task, hardware) group (per-task normalisation: a candidate population is what
-a tuning run ranks too); each model config (default XGBoost regression, LightGBM lambdarank)
+a tuning run ranks too), or adds TVM's per-store features (the dataset's table, or computed
+with gbxfer[tvm]), as they are or as z-scores within their (task, hardware) group; each model config (default XGBoost regression, LightGBM lambdarank)
 is trained on the same training part per seed and scored on its test part (by-task: 30% of the
 tasks; by-network: leave one network out, every network in turn, its tasks (those it shares with
 another network too) the test part, scored together; the seed is then only the model's). Mean +- 95% CI
@@ -40,6 +41,8 @@ VARIANTS = {
 }
 
 CROSS = "+ hardware-relative cross features"
+PER_STORE = "+ per-store features"
+PER_STORE_NORMALISED = "+ per-store features normalised per task"
 RELATIVE = "+ loop-extent-relative features"
 RANKED = "program columns ranked per task"
 
@@ -89,7 +92,32 @@ def ranked_program_columns(fm) -> np.ndarray:
     return X
 
 
-def variant_matrix(variant, fm) -> np.ndarray:
+_PER_STORE: dict = {}  # the per-store frame, computed once (gbxfer[tvm]; cached on disk too)
+
+
+def per_store_matrix(fm, dataset, normalised: bool) -> np.ndarray:
+    """TVM's per-store features of ``fm``'s programs (the dataset's own table, or computed
+    with gbxfer[tvm]); ``normalised``: each column as a z-score within the row's task x
+    hardware group (constant columns 0), so that a column's scale follows the task."""
+    if "frame" not in _PER_STORE:
+        from bench_model import per_store_frame
+
+        _PER_STORE["frame"] = per_store_frame(dataset)
+    P = _PER_STORE["frame"].reindex(fm.records["program_id"]).to_numpy(dtype=float)
+    if normalised:
+        groups = fm.records["group"].to_numpy()
+        for g in np.unique(groups):
+            rows = np.flatnonzero(groups == g)
+            block = P[rows]
+            spread = np.nanstd(block, axis=0)
+            P[rows] = np.where(spread > 0, (block - np.nanmean(block, axis=0))
+                               / np.where(spread > 0, spread, 1), 0.0)
+    return P.astype(np.float32)
+
+
+def variant_matrix(variant, fm, dataset=None) -> np.ndarray:
+    if variant in (PER_STORE, PER_STORE_NORMALISED):
+        return np.hstack([fm.X, per_store_matrix(fm, dataset, variant == PER_STORE_NORMALISED)])
     if variant == CROSS:
         return np.hstack([fm.X, cross_features(fm)])
     if variant == RELATIVE:
@@ -111,7 +139,7 @@ def test_masks(dataset, kind, seed):
 
 
 def options(parser) -> None:
-    names = [*VARIANTS, CROSS, RELATIVE, RANKED]
+    names = [*VARIANTS, CROSS, RELATIVE, RANKED, PER_STORE, PER_STORE_NORMALISED]
     parser.add_argument("--variants", default=",".join(names),
                         help=f"comma-separated, of: {'; '.join(names)}")
     parser.add_argument("--configs", default="default,lambdarank")
@@ -129,7 +157,7 @@ def main() -> None:
     for seed in args.seed_list:
         masks = test_masks(dataset, args.split, seed)
         for variant in variants:
-            X = variant_matrix(variant, fm)
+            X = variant_matrix(variant, fm, dataset)
             for name, config in configs.items():
                 scores = np.empty(len(r))
                 for test in masks:  # by-network: every network's tasks scored by a model

@@ -44,7 +44,8 @@ from _results import RESULTS, print_table, write_results
 from gbxfer import Dataset, ingest, load_dataset
 from gbxfer.manifests import file_entry, new_token, prepare_folder, read_manifest, \
     switch_manifest
-from gbxfer.records.dataset import FORMAT_NAME, RECORD_SCHEMA, SCHEMA_VERSION, TASK_SCHEMA
+from gbxfer.records.dataset import FORMAT_NAME, RECORD_SCHEMA, ROW_GROUP, SCHEMA_VERSION, \
+    TASK_SCHEMA
 
 DEBRIS = re.compile(r"(records|tasks)-[0-9a-f]{12}\.parquet").fullmatch
 JITTER = 0.05  # sigma of the log-normal factor on each synthetic record's costs
@@ -109,7 +110,7 @@ def write_synthetic(base: Dataset, size: int, folder: Path, seed: int) -> int:
             written += len(records)
     pq.write_table(pa.Table.from_pandas(pd.concat(task_parts, ignore_index=True),
                                         schema=TASK_SCHEMA, preserve_index=False),
-                   folder / tables["tasks"], compression="zstd")
+                   folder / tables["tasks"], compression="zstd", row_group_size=ROW_GROUP["tasks"])
     switch_manifest(folder, {
         "format": FORMAT_NAME, "schema_version": SCHEMA_VERSION, "tables": tables,
         "n_records": written, "synthetic": {"size": size, "seed": seed, "jitter": JITTER},

@@ -86,3 +86,16 @@ def test_a_bad_machine_name_is_a_one_line_error(example_db, tmp_path, capsys, ma
         main(["ingest", str(example_db), "--out", str(tmp_path / "ds"), "--machine", machine])
     err = capsys.readouterr().err
     assert "machine" in err and "Traceback" not in err
+
+
+def test_out_of_memory_is_one_line_that_says_what_to_do(tmp_path, capsys, monkeypatch):
+    import pyarrow as pa
+    from gbxfer.cli import _model
+
+    def too_big(path):
+        raise pa.ArrowMemoryError("realloc of size 5083870720 failed")
+    monkeypatch.setattr(_model, "load_dataset_arg", too_big)
+    assert main(["train", "bundled", "--out", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "out of memory" in err[0] and "--dask local" in err[0]
+    assert "realloc of size" in err[0] and not (tmp_path / "m").exists()

@@ -46,6 +46,13 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print(f"gbxfer {args.verb}: interrupted", file=sys.stderr)
         return 130
+    except MemoryError as error:  # the data does not fit (pyarrow's ArrowMemoryError too)
+        if args.verbose:
+            raise
+        hint = " (gbxfer train --dask local trains without holding it all)" \
+            if args.verb == "train" else ""
+        print(f"gbxfer {args.verb}: error: out of memory{hint}: {error}", file=sys.stderr)
+        return 2
     except BrokenPipeError:  # output piped into `head` and the like: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141

@@ -24,7 +24,9 @@ from ._parts import read_part
 SCHEMA_VERSION = 3
 READABLE_VERSIONS = (2, 3)  # 2: no machine column (read as "unknown")
 FORMAT_NAME = "gbxfer-dataset"
-ROW_GROUP = 65_536  # records per Parquet row group: the unit a part of the dataset is read in
+# rows per Parquet row group, the unit a part of the dataset is read in (a task's row holds
+# its workload's IR text, tens of kB)
+ROW_GROUP = {"records": 65_536, "tasks": 1_024}
 
 RECORD_SCHEMA = pa.schema([
     ("record_id", pa.string()),        # hash of (program_id, hardware)
@@ -123,13 +125,15 @@ class Dataset:
         try:
             schema = (RECORD_SCHEMA if manifest["schema_version"] == SCHEMA_VERSION else
                       RECORD_SCHEMA.remove(RECORD_SCHEMA.get_field_index("machine")))
-            only = None if tasks is None else [("task_key", "in", list(tasks))]
-            records = (pq.read_table(path / tables["records"], schema=schema) if only is None
-                       else read_part(path / tables["records"], schema, tasks)).to_pandas()
-            tasks = pq.read_table(path / tables["tasks"], schema=TASK_SCHEMA,
-                                  filters=only).to_pandas()
+            wanted = tasks
+
+            def read(name, table_schema):
+                return (pq.read_table(path / tables[name], schema=table_schema) if wanted is None
+                        else read_part(path / tables[name], table_schema, wanted)).to_pandas()
+
+            records, tasks = read("records", schema), read("tasks", TASK_SCHEMA)
             per_store = (pd.read_parquet(path / tables["per_store"]) if "per_store" in tables
-                         and only is None else None)
+                         and wanted is None else None)
         except (pa.ArrowException, OSError, ValueError, KeyError) as exc:  # checksummed
             raise GbxferError(f"{path}: unreadable table ({exc})") from None
         if "machine" not in records:  # schema 2: re-ingest with --machine to name it
@@ -146,8 +150,8 @@ class Dataset:
         prepare_folder(path, FORMAT_NAME, "dataset", _DEBRIS.fullmatch)
         token = new_token()
         tables = {"records": f"records-{token}.parquet", "tasks": f"tasks-{token}.parquet"}
-        _write_parquet(self.records, RECORD_SCHEMA, path / tables["records"])
-        _write_parquet(self.tasks, TASK_SCHEMA, path / tables["tasks"])
+        _write_parquet(self.records, RECORD_SCHEMA, path / tables["records"], "records")
+        _write_parquet(self.tasks, TASK_SCHEMA, path / tables["tasks"], "tasks")
         if self.per_store is not None:
             tables["per_store"] = f"per_store-{token}.parquet"
             self.per_store.astype(np.float32).to_parquet(path / tables["per_store"])
@@ -347,10 +351,10 @@ def _check_machines(records: pd.DataFrame, where: str) -> None:
             "profiles (gbxfer ingest LOGS --hardware NAME)")
 
 
-def _write_parquet(frame: pd.DataFrame, schema: pa.Schema, path: Path) -> None:
-    table = pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False)
-    pq.write_table(table, path, compression="zstd",  # a fresh name: no manifest names it yet
-                   row_group_size=ROW_GROUP)
+def _write_parquet(frame: pd.DataFrame, schema: pa.Schema, path: Path, table: str) -> None:
+    pq.write_table(pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False),
+                   path, compression="zstd",  # a fresh name: no manifest names it yet
+                   row_group_size=ROW_GROUP[table])
 
 
 def _sum_counts(dicts) -> dict:
@@ -361,15 +365,16 @@ def _sum_counts(dicts) -> dict:
     return total
 
 
-def verified_tasks(path) -> pd.DataFrame:
-    """The tasks table of the dataset folder ``path``, every file's checksum verified first:
-    what hands out parts of a dataset too large to load (:meth:`Dataset.load` ``tasks=``)
-    reads."""
+def verified_tasks(path, columns=None) -> pd.DataFrame:
+    """The tasks table of the dataset folder ``path`` (its ``columns``, by default all), every
+    file's checksum verified first: what hands out parts of a dataset too large to load
+    (:meth:`Dataset.load` ``tasks=``) reads."""
     path = Path(path)
     manifest = read_manifest(path, FORMAT_NAME, READABLE_VERSIONS, "dataset")
     verify_files(path, manifest)
     try:
-        return pq.read_table(path / manifest["tables"]["tasks"], schema=TASK_SCHEMA).to_pandas()
+        return pq.read_table(path / manifest["tables"]["tasks"], schema=TASK_SCHEMA,
+                             columns=columns).to_pandas()
     except (pa.ArrowException, OSError, ValueError, KeyError, TypeError) as exc:
         raise GbxferError(f"{path}: unreadable tasks table ({exc})") from None
 
