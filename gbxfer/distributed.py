@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import uuid
 
 import numpy as np
 import pandas as pd
@@ -88,6 +89,22 @@ def _meta(columns) -> pd.DataFrame:
     return frame
 
 
+def _wait_for(client, futures, workers: set) -> None:
+    """Wait for ``futures`` (each bound to one of ``workers``); a worker that leaves the
+    cluster before they are done stops the wait with an error instead of a hang."""
+    from distributed import wait
+
+    while True:
+        try:
+            wait(futures, timeout=10)
+            return
+        except TimeoutError:
+            lost = workers - set(client.scheduler_info()["workers"])
+            if lost:
+                raise GbxferError(f"Dask worker {min(lost)} left the cluster before its "
+                                  "partitions of the dataset were built") from None
+
+
 def train_on_dask(path, config: ModelConfig | dict, client, split: SplitSpec | None = None,
                   seed: int = 0, partitions: int | None = None) -> SavedModel:
     """A model trained with ``xgboost.dask`` or ``lightgbm.dask`` (by the config's backend) on
@@ -113,10 +130,17 @@ def train_on_dask(path, config: ModelConfig | dict, client, split: SplitSpec | N
                           -(-dataset_size(path) // PART_RECORDS))
     blocks = list(config.blocks)
     columns = [c for b in blocks for c in block_columns(b)]
-    parts = [dask.delayed(_part)(str(path), list(chunk), blocks,
-                                 split.to_dict() if split else None)
-             for chunk in np.array_split(np.array(keys, dtype=object), min(n, len(keys)))]
-    frame = dd.from_delayed(parts, meta=_meta(columns), verify_meta=False).persist()
+    token = uuid.uuid4().hex[:12]  # this run's partitions, apart from another's on the cluster
+    # the partitions dealt to the workers in turn, so that each holds as many (the scheduler
+    # left to itself gave one worker twice the other's share, and twice the memory)
+    workers = sorted(client.scheduler_info()["workers"])
+    parts = [client.submit(_part, str(path), list(chunk), blocks,
+                           split.to_dict() if split else None, key=f"gbxfer-part-{i}-{token}",
+                           workers=[workers[i % len(workers)]], allow_other_workers=False)
+             for i, chunk in enumerate(np.array_split(np.array(keys, dtype=object),
+                                                      min(n, len(keys))))]
+    _wait_for(client, parts, set(workers))
+    frame = dd.from_delayed(parts, meta=_meta(columns), verify_meta=False)
     lengths = frame.map_partitions(len).compute()  # a chunk of test tasks only is empty:
     if not sum(lengths):  # no worker may get 0 rows
         raise GbxferError("nothing to train on: the training part is empty")

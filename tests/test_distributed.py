@@ -70,3 +70,22 @@ def test_what_dask_training_does_not_take_is_a_clear_error(small, client):
         train_on_dask(small, CONFIG, client, SplitSpec.parse("by-hardware:x86-avx"))
     with pytest.raises(GbxferError, match="positive number of workers"):
         dask_client("local:0")
+
+
+def test_a_worker_lost_while_partitions_are_built_stops_the_wait():
+    import time
+
+    from distributed import Client, LocalCluster
+
+    from gbxfer.distributed import _wait_for
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=None) as cluster, Client(cluster) as c:
+        workers = sorted(c.scheduler_info()["workers"])
+        slow = c.submit(time.sleep, 600, workers=[workers[0]], allow_other_workers=False)
+        start = time.perf_counter()
+        name = next(n for n, w in cluster.workers.items() if w.address == workers[0])
+        c.sync(cluster.workers[name].close)
+        with pytest.raises(GbxferError, match="left the cluster"):
+            _wait_for(c, [slow], set(workers))
+        assert time.perf_counter() - start < 60
