@@ -1,17 +1,20 @@
 """Training on a Dask cluster (``gbxfer train DATASET --dask local[:N]|ADDRESS``).
 
-The driver verifies the dataset's checksums and reads only its tasks table; the tasks are dealt
-into partitions (every task x hardware group whole, as ranking objectives need), and each
-worker reads its tasks' records from the dataset's Parquet file, keeps the training part of
-the split and builds their features and labels, so that the records never have to fit in one
-process. ``xgboost.dask`` (XGBoost configs) or ``lightgbm.dask`` (LightGBM configs) trains on
-the partitions; the booster becomes an ordinary gbxfer model. The workers read the dataset by its path: on a cluster of several machines it must lie
-on a file system they share.
+The driver verifies the dataset's checksums and reads only its task keys; the tasks are dealt
+into partitions (every task x hardware group whole, as ranking objectives need), the
+partitions to the workers in turn, and each worker reads its tasks' records from the dataset's
+Parquet files (a row group at a time), keeps the training part of the split and builds their
+features (one float32 block, never copied again) and labels, so that the records never have
+to fit in one process. ``xgboost.dask`` (XGBoost configs) or ``lightgbm.dask`` (LightGBM
+configs) trains on the partitions; the booster becomes an ordinary gbxfer model. The workers
+read the dataset by its path: on a cluster of several machines it must lie on a file system
+they share.
 """
 from __future__ import annotations
 
 import hashlib
 import logging
+import operator
 import uuid
 
 import numpy as np
@@ -59,34 +62,40 @@ def close_client(client) -> None:
         cluster.close()
 
 
-def _part(path: str, keys: list, blocks: list, split: dict | None) -> pd.DataFrame:
-    """On a worker: the training records of tasks ``keys``, as features, label, group code,
-    record id and hardware (one frame, rows of a group together)."""
+def _part(path: str, keys: list, blocks: list, split: dict | None):
+    """On a worker: the training records of tasks ``keys`` as two frames, rows of a group
+    together: their features (float32, one block) and their label, group code, record id and
+    hardware."""
     dataset = Dataset.load(path, tasks=keys, verified=True).filter(valid=True)
     if split is not None:
         dataset = dataset.select(~SplitSpec.from_dict(split).test_mask(dataset))
     columns = [c for b in blocks for c in block_columns(b)]
     if len(dataset) == 0:
-        return _meta(columns)
+        return _features_meta(columns), _records_meta()
     fm = build(dataset, blocks)
     r = fm.records
-    frame = pd.DataFrame(fm.X.astype(np.float32), columns=columns)
-    frame["__label"] = r["label"].to_numpy(dtype=float)
-    frame["__group"] = [  # the same on every worker, 63 bits: no two groups share one
+    group = np.array([  # the same on every worker, 63 bits: no two groups share one
         int.from_bytes(hashlib.blake2b(g.encode(), digest_size=8).digest(), "big") >> 1
-        for g in r["group"]]
-    frame["__record_id"] = r["record_id"].to_numpy()
-    frame["__hardware"] = r["hardware"].to_numpy()
-    return frame.sort_values("__group", kind="stable").reset_index(drop=True)
+        for g in r["group"]], dtype=np.int64)
+    order = np.argsort(group, kind="stable")
+    features = pd.DataFrame(np.ascontiguousarray(fm.X[order], dtype=np.float32),
+                            columns=columns, copy=False)
+    records = pd.DataFrame({"__label": r["label"].to_numpy(dtype=float)[order],
+                            "__group": group[order],
+                            "__record_id": r["record_id"].to_numpy()[order],
+                            "__hardware": r["hardware"].to_numpy()[order]})
+    return features, records
 
 
-def _meta(columns) -> pd.DataFrame:
-    frame = pd.DataFrame({c: pd.Series(dtype=np.float32) for c in columns})
-    frame["__label"] = pd.Series(dtype=float)
-    frame["__group"] = pd.Series(dtype=np.int64)
-    frame["__record_id"] = pd.Series(dtype=object)
-    frame["__hardware"] = pd.Series(dtype=object)
-    return frame
+def _features_meta(columns) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=np.float32) for c in columns})
+
+
+def _records_meta() -> pd.DataFrame:
+    return pd.DataFrame({"__label": pd.Series(dtype=float),
+                         "__group": pd.Series(dtype=np.int64),
+                         "__record_id": pd.Series(dtype=object),
+                         "__hardware": pd.Series(dtype=object)})
 
 
 def _wait_for(client, futures, workers: set) -> None:
@@ -134,41 +143,50 @@ def train_on_dask(path, config: ModelConfig | dict, client, split: SplitSpec | N
     # the partitions dealt to the workers in turn, so that each holds as many (the scheduler
     # left to itself gave one worker twice the other's share, and twice the memory)
     workers = sorted(client.scheduler_info()["workers"])
+    chunks = np.array_split(np.array(keys, dtype=object), min(n, len(keys)))
     parts = [client.submit(_part, str(path), list(chunk), blocks,
                            split.to_dict() if split else None, key=f"gbxfer-part-{i}-{token}",
                            workers=[workers[i % len(workers)]], allow_other_workers=False)
-             for i, chunk in enumerate(np.array_split(np.array(keys, dtype=object),
-                                                      min(n, len(keys))))]
+             for i, chunk in enumerate(chunks)]
     _wait_for(client, parts, set(workers))
-    frame = dd.from_delayed(parts, meta=_meta(columns), verify_meta=False)
-    lengths = frame.map_partitions(len).compute()  # a chunk of test tasks only is empty:
+
+    def side(k: int, meta):  # the features or the records of every part: the same objects
+        return dd.from_delayed([client.submit(operator.getitem, part, k,
+                                              key=f"gbxfer-part-{i}-{k}-{token}",
+                                              workers=[workers[i % len(workers)]])
+                                for i, part in enumerate(parts)], meta=meta, verify_meta=False)
+
+    features, records = side(0, _features_meta(columns)), side(1, _records_meta())
+    del parts  # the two sides hold the frames
+    lengths = records.map_partitions(len).compute()  # a chunk of test tasks only is empty:
     if not sum(lengths):  # no worker may get 0 rows
         raise GbxferError("nothing to train on: the training part is empty")
-    frame = frame.partitions[[i for i, n in enumerate(lengths) if n]]
-    ids, hardware = dask.compute(frame["__record_id"], frame["__hardware"].unique())
+    keep = [i for i, n in enumerate(lengths) if n]
+    features, records = features.partitions[keep], records.partitions[keep]
+    ids, hardware = dask.compute(records["__record_id"], records["__hardware"].unique())
     objective = ranker._objective()
-    label = frame["__label"] if objective == "regression" else frame["__label"].map_partitions(
+    label = records["__label"] if objective == "regression" else records["__label"].map_partitions(
         lambda y: pd.Series(relevance_grades(y, ranker.relevance_levels).astype(float),
                             index=y.index),
         meta=("__label", float))
     train_booster = _lightgbm_booster if ranker.backend == "lightgbm" else _xgboost_booster
-    booster = train_booster(client, ranker, objective, frame, columns, label)
+    booster = train_booster(client, ranker, objective, features, records["__group"], label)
     ranker.booster_, ranker.objective_, ranker.n_features_in_ = booster, objective, len(columns)
     return SavedModel(ranker, columns, sorted(hardware), split.to_dict() if split else None,
                       ids.tolist(), extra={"trained_on": "dask"})
 
 
-def _xgboost_booster(client, ranker, objective, frame, columns, label):
+def _xgboost_booster(client, ranker, objective, features, group, label):
     import xgboost.dask as dxgb
 
-    qid = None if objective == "regression" else frame["__group"]
+    qid = None if objective == "regression" else group
     # the quantile matrix bins each partition in turn: no copy of a worker's features
-    train_set = dxgb.DaskQuantileDMatrix(client, frame[columns], label, qid=qid)
+    train_set = dxgb.DaskQuantileDMatrix(client, features, label, qid=qid)
     params = {**ranker.xgboost_params(objective), "nthread": 1}
     return dxgb.train(client, params, train_set, num_boost_round=ranker.n_estimators)["booster"]
 
 
-def _lightgbm_booster(client, ranker, objective, frame, columns, label):
+def _lightgbm_booster(client, ranker, objective, features, group, label):
     """``lightgbm.dask``: one LightGBM network over the workers; the group sizes of a ranking
     objective go with their partitions (each partition holds whole groups, in order)."""
     import lightgbm as lgb
@@ -178,8 +196,8 @@ def _lightgbm_booster(client, ranker, objective, frame, columns, label):
     params["n_estimators"] = ranker.n_estimators
     if objective == "regression":
         model = lgb.DaskLGBMRegressor(client=client, **params)
-        return model.fit(frame[columns], label).booster_
-    sizes = frame["__group"].map_partitions(
+        return model.fit(features, label).booster_
+    sizes = group.map_partitions(
         lambda g: pd.Series(g.groupby(g, sort=False).size().to_numpy()), meta=("size", "int64"))
     model = lgb.DaskLGBMRanker(client=client, **params)
-    return model.fit(frame[columns], label, group=sizes).booster_
+    return model.fit(features, label, group=sizes).booster_

@@ -60,7 +60,8 @@ def main(argv=None) -> int:
         if args.verbose:  # -v: the traceback, to tell a bug from a bad path
             raise
         where = f"{error.filename}: " if error.filename else ""
-        print(f"gbxfer {args.verb}: error: {where}{error.strerror or error}", file=sys.stderr)
+        what = error.strerror or str(error) or type(error).__name__  # e.g. a closed connection
+        print(f"gbxfer {args.verb}: error: {where}{what}", file=sys.stderr)
         return 2
 
 
