@@ -15,8 +15,11 @@ import pyarrow.parquet as pq
 
 
 
-def read_part(file: Path, schema: pa.Schema, tasks) -> pa.Table:
-    """The rows of Parquet ``file`` whose ``task_key`` is in ``tasks``, as ``schema``."""
+def read_part(file: Path, schema: pa.Schema, tasks=None) -> pa.Table:
+    """The rows of Parquet ``file`` whose ``task_key`` is in ``tasks`` (None: every row), as
+    ``schema``."""
+    if tasks is None:
+        return pq.read_table(file, schema=schema)
     wanted = pa.array(sorted(set(tasks)), type=pa.string())
     source = pq.ParquetFile(file)
     key_column = source.schema_arrow.get_field_index("task_key")

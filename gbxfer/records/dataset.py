@@ -125,15 +125,10 @@ class Dataset:
         try:
             schema = (RECORD_SCHEMA if manifest["schema_version"] == SCHEMA_VERSION else
                       RECORD_SCHEMA.remove(RECORD_SCHEMA.get_field_index("machine")))
-            wanted = tasks
-
-            def read(name, table_schema):
-                return (pq.read_table(path / tables[name], schema=table_schema) if wanted is None
-                        else read_part(path / tables[name], table_schema, wanted)).to_pandas()
-
-            records, tasks = read("records", schema), read("tasks", TASK_SCHEMA)
+            records = read_part(path / tables["records"], schema, tasks).to_pandas()
             per_store = (pd.read_parquet(path / tables["per_store"]) if "per_store" in tables
-                         and wanted is None else None)
+                         and tasks is None else None)
+            tasks = read_part(path / tables["tasks"], TASK_SCHEMA, tasks).to_pandas()
         except (pa.ArrowException, OSError, ValueError, KeyError) as exc:  # checksummed
             raise GbxferError(f"{path}: unreadable table ({exc})") from None
         if "machine" not in records:  # schema 2: re-ingest with --machine to name it
