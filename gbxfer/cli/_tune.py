@@ -167,11 +167,6 @@ def run(args) -> int:
                           f"{network_source}'s")
     if args.input_shape and not args.onnx:
         raise GbxferError("--input-shape fixes the inputs of an --onnx model")
-    earlier = [name for name in ("metaschedule/database_tuning_record.json", "summary.json")
-               if (args.out / name).is_file() and (args.out / name).stat().st_size]
-    if earlier:  # its records would mix into this run's database, search and result
-        raise GbxferError(f"{args.out}: holds an earlier tuning run ({earlier[0]}); give a new "
-                          "--out folder or remove that one")
     profile = load_profile(args.hardware)
     # TVM reads it when its thread pool starts: the network's timings use the profile's threads
     os.environ["TVM_NUM_THREADS"] = str(profile.threads)
@@ -205,6 +200,11 @@ def run(args) -> int:
         elif args.network:
             suite, weights = suite.network(args.network)
         tasks = list(suite.tasks)
+    earlier = [name for name in ("metaschedule/database_tuning_record.json", "summary.json")
+               if (args.out / name).is_file() and (args.out / name).stat().st_size]
+    if earlier:  # its records would mix into this run's database, search and result
+        raise GbxferError(f"{args.out}: holds an earlier tuning run ({earlier[0]}); give a new "
+                          "--out folder or remove that one")
     if args.cost_model == "gbxfer":
         from ..tvm import GbxferCostModel
 
