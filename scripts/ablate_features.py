@@ -103,7 +103,7 @@ def per_store_matrix(fm, dataset, normalised: bool) -> np.ndarray:
         from bench_model import per_store_frame
 
         _PER_STORE["frame"] = per_store_frame(dataset)
-    P = _PER_STORE["frame"].reindex(fm.records["program_id"]).to_numpy(dtype=float)
+    P = np.array(_PER_STORE["frame"].reindex(fm.records["program_id"]), dtype=float)
     if normalised:
         groups = fm.records["group"].to_numpy()
         for g in np.unique(groups):
