@@ -144,16 +144,16 @@ def train_on_dask(path, config: ModelConfig | dict, client, split: SplitSpec | N
     # left to itself gave one worker twice the other's share, and twice the memory)
     workers = sorted(client.scheduler_info()["workers"])
     chunks = np.array_split(np.array(keys, dtype=object), min(n, len(keys)))
+    home = [workers[i % len(workers)] for i in range(len(chunks))]
     parts = [client.submit(_part, str(path), list(chunk), blocks,
                            split.to_dict() if split else None, key=f"gbxfer-part-{i}-{token}",
-                           workers=[workers[i % len(workers)]], allow_other_workers=False)
+                           workers=[home[i]], allow_other_workers=False)
              for i, chunk in enumerate(chunks)]
     _wait_for(client, parts, set(workers))
 
     def side(k: int, meta):  # the features or the records of every part: the same objects
-        return dd.from_delayed([client.submit(operator.getitem, part, k,
-                                              key=f"gbxfer-part-{i}-{k}-{token}",
-                                              workers=[workers[i % len(workers)]])
+        return dd.from_delayed([client.submit(operator.getitem, part, k, workers=[home[i]],
+                                              key=f"gbxfer-part-{i}-{k}-{token}")
                                 for i, part in enumerate(parts)], meta=meta, verify_meta=False)
 
     features, records = side(0, _features_meta(columns)), side(1, _records_meta())

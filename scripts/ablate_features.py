@@ -14,8 +14,8 @@ level's spatial tiles against the output's size and reduction tiles against the 
 vector and unroll extents against the inner tile), or replaces every program column by its
 rank within its (task, hardware) group (per-task normalisation: a candidate population is what
 a tuning run ranks too), or adds TVM's per-store features (the dataset's table, or computed
-with gbxfer[tvm]), as they are or as z-scores within their (task, hardware) group; each model config (default XGBoost regression, LightGBM lambdarank)
-is trained on the same training part per seed and scored on its test part (by-task: 30% of the
+with gbxfer[tvm]), as they are or as z-scores within their (task, hardware) group; each model
+config (default XGBoost regression, LightGBM lambdarank) is trained on the same training part per seed and scored on its test part (by-task: 30% of the
 tasks; by-network: leave one network out, every network in turn, its tasks (those it shares with
 another network too) the test part, scored together; the seed is then only the model's). Mean +- 95% CI
 over seeds, and each variant's paired difference to ``all``. Choices are made on seeds 100-104
@@ -154,10 +154,11 @@ def main() -> None:
     configs = {name: load_model_config(name if name != "default" else None)
                for name in args.configs.split(",")}
     results: dict = {}
-    for seed in args.seed_list:
+    matrices = {variant: variant_matrix(variant, fm, dataset) for variant in variants}
+    for seed in args.seed_list:  # the matrices do not depend on the seed: made once
         masks = test_masks(dataset, args.split, seed)
         for variant in variants:
-            X = variant_matrix(variant, fm, dataset)
+            X = matrices[variant]
             for name, config in configs.items():
                 scores = np.empty(len(r))
                 for test in masks:  # by-network: every network's tasks scored by a model

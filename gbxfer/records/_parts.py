@@ -14,7 +14,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 
-
 def read_part(file: Path, schema: pa.Schema, tasks=None) -> pa.Table:
     """The rows of Parquet ``file`` whose ``task_key`` is in ``tasks`` (None: every row), as
     ``schema``."""
@@ -25,10 +24,10 @@ def read_part(file: Path, schema: pa.Schema, tasks=None) -> pa.Table:
     key_column = source.schema_arrow.get_field_index("task_key")
     names = [n for n in schema.names if n in source.schema_arrow.names]
     pieces = []
-    for i in range(source.num_row_groups):
+    for i in range(source.num_row_groups if len(wanted) else 0):
         stats = source.metadata.row_group(i).column(key_column).statistics
-        if (len(wanted) == 0 or stats is not None and stats.has_min_max
-                and (stats.max < wanted[0].as_py() or stats.min > wanted[-1].as_py())):
+        if stats is not None and stats.has_min_max and (
+                stats.max < wanted[0].as_py() or stats.min > wanted[-1].as_py()):
             continue
         mask = pc.is_in(source.read_row_group(i, columns=["task_key"]).column(0),
                         value_set=wanted)
@@ -36,4 +35,3 @@ def read_part(file: Path, schema: pa.Schema, tasks=None) -> pa.Table:
             pieces.append(source.read_row_group(i, columns=names).filter(mask))
     table = pa.concat_tables(pieces) if pieces else source.schema_arrow.empty_table()
     return table.select(schema.names).cast(schema)
-
