@@ -4,8 +4,10 @@
                                      [--settings bundled,gpus] [--arms default,unguarded,...]
 
 Settings: the bundled dataset with each ISA family held out in turn (all its thread
-variants; the source model trains on the other families), and the ../shared/data/bennu-ansor
-GPUs (RTX 3080 -> A100 and back). For each setting one source model (seed 0) and one target
+variants; the source model trains on the other families; `bundled`), each physical machine of
+the bundled dataset held out (every profile of it; the source model trains on the other
+machines; `machines`: a real machine change), and the ../shared/data/bennu-ansor GPUs (RTX 3080
+-> A100 and back; `gpus`). For each setting one source model (seed 0) and one target
 test part (within-task, half of each target task's programs) serve every arm, seed and K; the
 seeds are shot draws from the other half. Arms:
 
@@ -66,6 +68,13 @@ def settings(which):
             out.append((f"bundled -> {family}",
                         bundled.select((bundled.records["hardware_family"] != family).to_numpy()),
                         bundled.filter(family=family)))
+    if "machines" in which:  # each physical CPU of the bundled dataset from the others
+        bundled = load_dataset("bundled").filter(valid=True)
+        for machine in bundled.machines():
+            if len(bundled.machines()) > 1:
+                out.append((f"bundled -> {machine}",
+                            bundled.select((bundled.records["machine"] != machine).to_numpy()),
+                            bundled.filter(machine=machine)))
     if "gpus" in which and (SHARED / "bennu-ansor").exists():
         a100 = ingest([SHARED / "bennu-ansor" / "gpu_a100"]).filter(valid=True)
         rtx = ingest([SHARED / "bennu-ansor" / "gpu_rtx3080"]).filter(valid=True)
@@ -185,7 +194,7 @@ def main() -> None:
     parser.add_argument("--arms", default=",".join(ARMS),
                         help="comma-separated arms to run (source-only always runs)")
     parser.add_argument("--trials", type=int, default=10, help="Optuna trials of the tuned arm")
-    parser.add_argument("--settings", default="bundled,gpus")
+    parser.add_argument("--settings", default="bundled,machines,gpus")
     parser.add_argument("--fresh", action="store_true", help="forget finished runs")
     parser.add_argument("--report-only", action="store_true",
                         help="summarize the finished runs, compute nothing new")

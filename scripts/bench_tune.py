@@ -2,6 +2,8 @@
 
     python scripts/bench_tune.py [--target x86-sse42-1t] [--trials 200] [--seeds 3]
                                  [--network resnet18] [--network-trials 32] [--report-only]
+    python scripts/bench_tune.py --target PROFILE --calibrated MODEL --network '' \
+        --tasks conv2d_1_28_28_128_128_3_1_1,dense_128_768_768
 
 On a hardware family whose data the pretrained models did not see (--target's family; the
 models pretrain on the bundled dataset's other families), tune each of four suite tasks
@@ -11,6 +13,11 @@ models pretrain on the bundled dataset's other families), tune each of four suit
   (c) TVM's default XGBModel              (--seeds seeds)
   (d) XGBModel pretrained on the same source records (--seeds seeds)
   (e) random scores                       (1 seed)
+On a new machine (--calibrated MODEL: --target is a profile of a machine the bundled dataset's
+other machines pretrain without), (a) and (c) beside
+  (f) the model `gbxfer calibrate` wrote on this machine + online update   (--seeds seeds)
+with results under scripts/results/bench_tune_<target>; the calibration's minutes count in
+the wall-clock comparison (say them beside the table).
 Runs are interleaved (seed, then task, then method) and each is saved as it finishes under
 scripts/results/bench_tune/runs/, so the benchmark stops and continues; never run it beside
 another measurement. With --network, then tunes a whole network built in Relax (ResNet-18,
@@ -28,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import time
 from pathlib import Path
@@ -37,7 +45,7 @@ import pandas as pd
 from _results import RESULTS, markdown_table, print_table, stamp, write_results
 
 from gbxfer import load_dataset
-from gbxfer.model import load_model_config
+from gbxfer.model import SavedModel, load_model_config
 from gbxfer.config_files import find_config
 from gbxfer.hardware import load_profile
 from gbxfer.training import train
@@ -48,18 +56,22 @@ TASKS = ("conv2d_1_28_28_128_128_3_1_1", "depthwise_conv2d_1_56_56_144_3_1_1",
          "dense_128_768_768", "batch_matmul_12_128_128_64")
 METHODS = {"a": "gbxfer pretrained + online", "b": "gbxfer cold start",
            "c": "XGBModel (TVM default)", "d": "XGBModel pretrained", "e": "random"}
-RUNS = RESULTS / "bench_tune" / "runs"
+NAME = "bench_tune"  # the results' stem: --calibrated writes bench_tune_<profile> instead
+
+
+def folder() -> Path:
+    return RESULTS / NAME
 CHECKPOINTS = (25, 50, 100, 200)
 
 
-def source_data(target_family: str):
+def source_data(family: str | None = None, machine: str | None = None):
+    """The bundled dataset without one hardware family or without one machine."""
     bundled = load_dataset("bundled").filter(valid=True)
-    return bundled.select((bundled.records["hardware_family"] != target_family).to_numpy())
+    column, value = ("hardware_family", family) if family else ("machine", machine)
+    return bundled.select((bundled.records[column] != value).to_numpy())
 
 
 def pretrained_gbxfer(source, folder: Path):
-    from gbxfer.model import SavedModel
-
     if not (folder / "manifest.json").exists():
         train(source, load_model_config(), seed=0).save(folder)
     return SavedModel.load(folder)
@@ -71,7 +83,7 @@ def cost_model(method, seed, profile, pretrained, source):
     from gbxfer.tvm import GbxferCostModel
     from gbxfer.tvm._tune import xgbmodel_pretrained
 
-    if method == "a":
+    if method in "af":  # pretrained, or calibrated on this machine
         return GbxferCostModel(model=pretrained, hardware=profile.name, seed=seed)
     if method == "b":
         return GbxferCostModel(model=None, hardware=profile.name, seed=seed)
@@ -85,10 +97,10 @@ def cost_model(method, seed, profile, pretrained, source):
 def run_one(tasks, weights, method, seed, profile, trials, pretrained, source, name):
     from gbxfer.tvm._tune import tune
 
-    path = RUNS / f"{name}.json"
+    path = folder() / "runs" / f"{name}.json"
     if path.exists():
         return json.loads(path.read_text())
-    out = RESULTS / "bench_tune" / "work" / name
+    out = folder() / "work" / name
     shutil.rmtree(out, ignore_errors=True)  # what a run stopped halfway left must not seed this one
     model = cost_model(method, seed, profile, pretrained, source)
     result = tune(tasks, profile, model, trials, out, seed=seed, trials_per_iter=16,
@@ -98,7 +110,7 @@ def run_one(tasks, weights, method, seed, profile, trials, pretrained, source, n
            "weighted": result.weighted_latency().tolist(),
            "cost_model_seconds": result.cost_model_seconds, "rounds": result.rounds,
            "seconds": result.seconds, "commit": stamp()["commit"]}  # which adapter ran
-    RUNS.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(row))
     tmp.replace(path)
@@ -133,7 +145,7 @@ def end_to_end(network, mod, profile, runs, repeats=21, min_repeat_ms=1000) -> d
     from gbxfer.tvm._networks import (compile_network, database_prefix, network_inputs,
                                       scheduled_functions, time_network)
 
-    path = RESULTS / "bench_tune" / f"network-{network}-end-to-end.json"
+    path = folder() / f"network-{network}-end-to-end.json"
     if path.exists():
         return json.loads(path.read_text())
     target = tvm.target.Target(profile.target)
@@ -145,7 +157,7 @@ def end_to_end(network, mod, profile, runs, repeats=21, min_repeat_ms=1000) -> d
     tasks_ms = {("untuned", 0): float("nan")}  # the tuned tasks' best, weighted sum
     for r in runs:
         curve = pd.DataFrame(r["curve"])
-        folder = RESULTS / "bench_tune" / "work" / r["name"] / "metaschedule"
+        folder = folder() / "work" / r["name"] / "metaschedule"
         before = curve["trials"][curve["seconds"] <= equal]
         for at, n in (("equal time", int(before.max()) if len(before) else 0),
                       ("end", int(curve["trials"].max()))):
@@ -301,7 +313,7 @@ def plot(runs, trials):
         axes[0][j].set_title(task, fontsize=9)
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(RESULTS / "bench_tune.png", dpi=120)
+    fig.savefig(RESULTS / f"{NAME}.png", dpi=120)
 
 
 def main() -> None:
@@ -315,36 +327,56 @@ def main() -> None:
                         help="trials per task of the network")
     parser.add_argument("--report-only", action="store_true",
                         help="summarize the finished runs, measure nothing")
+    parser.add_argument("--calibrated", metavar="MODEL",
+                        help="a new machine: --target's machine is absent from the pretraining "
+                             "(every other machine's records) and (f) tunes with MODEL, what "
+                             "`gbxfer calibrate` wrote on this machine; results "
+                             "bench_tune_<target>")
+    parser.add_argument("--tasks", default=",".join(TASKS), help="suite tasks to tune")
+    parser.add_argument("--methods", help="methods to run (default: abcde; acf with "
+                                          "--calibrated)")
     args = parser.parse_args()
     profile = load_profile(args.target)
     suite = load_suite(find_config("workloads", "networks"))
+    methods = args.methods or ("acf" if args.calibrated else "abcde")
+    global NAME
+    if args.calibrated:
+        NAME = f"bench_tune_{profile.name}"
     if not args.report_only:
-        source = source_data(profile.family)
-        pretrained = pretrained_gbxfer(source, RESULTS / "bench_tune" /
-                                       f"pretrained-no-{profile.family}")
+        if args.calibrated:
+            METHODS["f"] = "gbxfer calibrated + online"
+            source = source_data(machine=profile.machine)
+            calibrated = SavedModel.load(args.calibrated)
+            what = "no-" + "_".join(re.findall(r"\w+", profile.machine))
+        else:
+            source, calibrated = source_data(family=profile.family), None
+            what = f"no-{profile.family}"
+        pretrained = pretrained_gbxfer(source, RESULTS / "bench_tune" / f"pretrained-{what}")
         for seed in range(args.seeds):
-            for task in suite.select(TASKS).tasks:
-                for method in METHODS:
+            for task in suite.select(args.tasks.split(",")).tasks:
+                for method in methods:
                     if method in "be" and seed > 0:
                         continue
                     start = time.perf_counter()
-                    run_one([task], [1.0], method, seed, profile, args.trials, pretrained,
+                    run_one([task], [1.0], method, seed, profile, args.trials,
+                            calibrated if method == "f" else pretrained,
                             source, f"{task.name}-{method}-{seed}")
                     print(f"{task.name} ({method}) seed {seed}: "
                           f"{time.perf_counter() - start:.0f} s", flush=True)
         if args.network:
             network_runs(args.network, profile, args.network_trials, pretrained, source)
-    runs = [json.loads(p.read_text()) for p in sorted(RUNS.glob("*.json"))] if RUNS.exists() \
-        else []
+    elif args.calibrated:
+        METHODS["f"] = "gbxfer calibrated + online"
+    runs = [json.loads(p.read_text()) for p in sorted((folder() / "runs").glob("*.json"))]
     rows = summarize(runs, args.trials)
     print_table(rows, ["task", "method", "seeds", "best_at_25_ms", "best_at_200_ms",
                        "trials_share", "seconds_share", "seed_trials_to_c_final", "final_vs_c",
                        "cost_model_s_per_round"])
     if runs:
         plot(runs, args.trials)
-    write_results("bench_tune", rows, target=args.target, trials=args.trials,
+    write_results(NAME, rows, target=args.target, trials=args.trials,
                   methods=METHODS)
-    report = [f"# bench_tune: {args.target}, {args.trials} trials per task\n",
+    report = [f"# {NAME}: {args.target}, {args.trials} trials per task\n",
               "Trials and seconds to reach (c)'s final best, final latency against (c)'s, "
               "cost-model seconds per round (update + predict; over the runs of the current "
               "adapter, `cost_model_runs`):\n", markdown_table(rows, [
@@ -356,7 +388,7 @@ def main() -> None:
               markdown_table([r for r in rows if "best_at_25_ms" in r], [
                   "task", "method", *[f"best_at_{k}_ms" for k in CHECKPOINTS],
                   "best_at_0.25T_ms", "best_at_0.5T_ms", "best_at_1T_ms"])]
-    for path in sorted((RESULTS / "bench_tune").glob("network-*-end-to-end.json")):
+    for path in sorted(folder().glob("network-*-end-to-end.json")):
         e2e = json.loads(path.read_text())
         title = (f"{path.stem}: compiled and timed, at equal wall-clock time "
                  f"({e2e['equal_seconds']:.0f} s) and at the end of each run")
@@ -369,7 +401,7 @@ def main() -> None:
                    f"{e2e.get('min_repeat_ms', 200)} ms of inferences):\n",
                    markdown_table(e2e["rows"]),
                    f"\n(a) / (c), median of the repeats' ratios: {paired}\n"]
-    (RESULTS / "bench_tune.md").write_text("\n".join(report))
+    (RESULTS / f"{NAME}.md").write_text("\n".join(report))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import platform
 import re
 import shutil
 
+import archspec.cpu
 import pytest
 
 from gbxfer import GbxferError
@@ -296,3 +297,20 @@ def test_a_profile_loaded_from_a_path_gives_records_their_descriptor_by_name(tmp
     v = hardware_descriptor("pathonly-1t", "x86-avx2", "{}").as_dict()
     assert v["peak_gflops"] == 101.5 and v["threads"] == 1  # not 64 cores' theoretical peak
     assert load_profile("pathonly-1t").path == str(path)
+
+
+def test_a_guest_with_masked_features_reads_as_its_microarchitecture():
+    """A KVM guest of a Zen 4 host lacks pku and flush_l1d, so archspec calls it x86_64_v4;
+    the nearest target of its vendor that lacks only such features is zen4, not zen5."""
+    targets = archspec.cpu.TARGETS
+    zen4 = targets["zen4"]
+    guest = set(zen4.features) - {"pku", "flush_l1d"}
+    assert microarch.nearest_target(targets["x86_64_v4"], "AuthenticAMD", guest) is zen4
+    assert microarch.nearest_target(targets["x86_64_v3"], "AuthenticAMD",
+                                    set(targets["zen3"].features)) is targets["zen3"]
+    # nothing but masked features may be missing: without avx512f it is no Zen 4
+    assert microarch.nearest_target(targets["x86_64_v4"], "AuthenticAMD",
+                                    guest - {"avx512f"}).name != "zen4"
+    # another vendor's features never give an AMD target
+    assert microarch.nearest_target(targets["x86_64_v4"], "GenuineIntel",
+                                    guest).vendor != "AuthenticAMD"

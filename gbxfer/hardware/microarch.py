@@ -108,10 +108,31 @@ def reference_fields(uarch: Microarchitecture | str | None) -> dict:
     return {}
 
 
+# CPU features a hypervisor may mask from its guests (KVM guests of some hosts lack the
+# protection-keys and L1D-flush bits): archspec requires them, so such a Zen 4 guest reads as the
+# generic x86_64_v4. Only these may be missing when :func:`host` looks past a generic answer.
+MASKED_IN_GUESTS = frozenset({"pku", "ospke", "flush_l1d", "md_clear"})
+
+
 @functools.cache
 def host() -> Microarchitecture:
-    """This machine's microarchitecture (``archspec.cpu.host()``, read once)."""
-    return archspec.cpu.host()
+    """This machine's microarchitecture, read once: ``archspec.cpu.host()``, or where that is a
+    generic ISA level (``x86_64_v4``), the most specific archspec target of this CPU's vendor and
+    family that lacks nothing but :data:`MASKED_IN_GUESTS` (a KVM guest of a Zen 4 -> zen4)."""
+    found = archspec.cpu.host()
+    if found.vendor != "generic":
+        return found
+    info = archspec.cpu.detect.detected_info()
+    return nearest_target(found, info.vendor, info.features)
+
+
+def nearest_target(generic: Microarchitecture, vendor: str, features: set) -> Microarchitecture:
+    """The most specific archspec target of ``vendor`` in ``generic``'s family whose features
+    are all in ``features`` but for :data:`MASKED_IN_GUESTS`; ``generic`` when there is none."""
+    fits = [t for t in archspec.cpu.TARGETS.values()
+            if t.vendor == vendor and t.family == generic.family
+            and not t.features - features - MASKED_IN_GUESTS]
+    return max(fits, key=lambda t: (len(t.ancestors), t.name), default=generic)
 
 
 def target(name: str) -> Microarchitecture | None:
