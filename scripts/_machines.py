@@ -1,9 +1,9 @@
 """By-machine rows of scripts/bench_model.py: every profile of one physical machine held out,
 the model trained on the other machines, scored there zero-shot beside random.
 
-The machines: the bundled dataset's AMD EPYC Zen 3 (4 ISA/thread profiles) and, from
-../shared/data, the Ansor logs' NVIDIA A100, NVIDIA RTX 3080 and x86 CPU (its model is not
-stated in the source). The held-out machine's descriptor comes in three variants, on the same
+The machines: the bundled dataset's AMD EPYC Zen 3 (4 ISA/thread profiles) and Zen 4 (2
+profiles, the same programs), and, from ../shared/data, the Ansor logs' NVIDIA A100, NVIDIA
+RTX 3080 and x86 CPU (its model is not stated in the source). The held-out machine's descriptor comes in three variants, on the same
 test rows and the same trained model:
 
   probed   what training uses: the profile's probed descriptor (Zen 3), the GPU table (GPUs)
@@ -59,41 +59,60 @@ def variant(X: np.ndarray, columns, records, which: str) -> np.ndarray:
 
 
 def by_machine_rows(shared, seeds) -> list[dict]:
+    """Per machine, two splits: the machine held out (its programs may have been measured on
+    another machine: the bundled machines replay each other's programs), and the machine held
+    out together with 30% of the tasks on every machine (``+ unseen tasks``: the test is the
+    machine's records of those tasks, which no training record shares; the draw of tasks
+    follows the seed)."""
     dataset = machines_dataset(shared)
     fm = build(dataset, ["program", "workload", "hardware"])
     r = fm.records
     assert (r["record_id"].to_numpy() == dataset.records["record_id"].to_numpy()).all()
+    groups = r["group"].to_numpy()
     rows = []
     for machine in dataset.machines:
-        spec = SplitSpec.parse(f"by-machine:{machine}")
-        test = spec.test_mask(dataset)
-        groups = r["group"].to_numpy()
-        reports: dict = {}
-        for seed in seeds:
-            for dropout in DROPOUTS:
-                X_train = hide_measured_fields(
-                    fm.X[~test], fm.columns, groups[~test], dropout, seed,
-                    target_only_rows(dataset.records[~test])) if dropout else fm.X[~test]
-                model = GBCostRanker(**{**DEFAULT.params, "random_state": seed}).fit(
-                    X_train, r["label"][~test], groups=groups[~test])
-                part = r[test].reset_index(drop=True)
-                targets = dataset.records[test].reset_index(drop=True)
-                for which in VARIANTS:
-                    X_test = variant(fm.X[test], fm.columns, targets, which)
-                    rep = ranking_report(part["latency"], model.predict(X_test), part["group"],
-                                         part["weight"])
-                    reports.setdefault((which, dropout), []).append(rep)
-            random_scores = np.random.default_rng(seed).random(int(test.sum()))
-            reports.setdefault(("random", None), []).append(ranking_report(
-                r["latency"][test], random_scores, r["group"][test], r["weight"][test]))
-        for (which, dropout), reps in reports.items():
-            rows.append({"data": "bundled + Ansor logs", "split": f"by-machine:{machine}",
-                         "model": "random" if which == "random" else
-                         f"gbxfer ({which}{', dropout' if dropout else ''})",
-                         "seeds": len(reps), **summary(reps),
-                         "n_train_machines": len(dataset.machines) - 1,
-                         "n_test_records": int(test.sum())})
+        on_machine = SplitSpec.parse(f"by-machine:{machine}").test_mask(dataset)
+        for unseen_tasks in (False, True):
+            reports: dict = {}
+            for seed in seeds:
+                test, train = on_machine, ~on_machine
+                if unseen_tasks:
+                    held = SplitSpec("by-task", 0.3, seed).test_mask(dataset)
+                    test, train = on_machine & held, ~on_machine & ~held
+                if not test.any():
+                    continue
+                _score(fm, dataset, train, test, groups, seed, reports)
+            split = f"by-machine:{machine}" + (" + unseen tasks" if unseen_tasks else "")
+            for (which, dropout), reps in reports.items():
+                rows.append({"data": "bundled + Ansor logs", "split": split,
+                             "model": "random" if which == "random" else
+                             f"gbxfer ({which}{', dropout' if dropout else ''})",
+                             "seeds": len(reps), **summary(reps),
+                             "n_train_machines": len(dataset.machines) - 1,
+                             "n_test_records": int(np.mean([rep["n_records"] for rep in reps]))})
     return rows
+
+
+def _score(fm, dataset, train, test, groups, seed, reports) -> None:
+    """Models trained on ``train`` without and with descriptor dropout, each scored on ``test``
+    with every descriptor variant, and random scores; appended to ``reports``."""
+    r = fm.records
+    part = r[test].reset_index(drop=True)
+    targets = dataset.records[test].reset_index(drop=True)
+    for dropout in DROPOUTS:
+        X_train = hide_measured_fields(
+            fm.X[train], fm.columns, groups[train], dropout, seed,
+            target_only_rows(dataset.records[train])) if dropout else fm.X[train]
+        model = GBCostRanker(**{**DEFAULT.params, "random_state": seed}).fit(
+            X_train, r["label"][train], groups=groups[train])
+        for which in VARIANTS:
+            X_test = variant(fm.X[test], fm.columns, targets, which)
+            rep = ranking_report(part["latency"], model.predict(X_test), part["group"],
+                                 part["weight"])
+            reports.setdefault((which, dropout), []).append(rep)
+    random_scores = np.random.default_rng(seed).random(int(test.sum()))
+    reports.setdefault(("random", None), []).append(ranking_report(
+        r["latency"][test], random_scores, r["group"][test], r["weight"][test]))
 
 
 def summary(reps) -> dict:

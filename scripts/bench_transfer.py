@@ -3,13 +3,16 @@
     python scripts/bench_transfer.py [--seeds 5] [--shots 1,2,4,8,16] [--trials 10]
                                      [--settings bundled,gpus] [--arms default,unguarded,...]
 
-Settings: the bundled dataset with each ISA family held out in turn (all its thread
+Settings: the bundled dataset's Zen 3 with each ISA family held out in turn (all its thread
 variants; the source model trains on the other families; `bundled`), each physical machine of
 the bundled dataset held out (every profile of it; the source model trains on the other
-machines; `machines`: a real machine change), and the ../shared/data/bennu-ansor GPUs (RTX 3080
--> A100 and back; `gpus`). For each setting one source model (seed 0) and one target
-test part (within-task, half of each target task's programs) serve every arm, seed and K; the
-seeds are shot draws from the other half. Arms:
+machines without the programs of the test part, which the bundled machines all measured;
+`machines`: a real machine change; and again with regime (b)'s test tasks removed from the
+source on every machine and every test part restricted to them, `, unseen tasks`: a new
+network on a new machine), and the
+../shared/data/bennu-ansor GPUs (RTX 3080 -> A100 and back; `gpus`). For each setting one
+source model (seed 0) and one target test part (within-task, half of each target task's
+programs) serve every arm, seed and K; the seeds are shot draws from the other half. Arms:
 
   tuned        gbxfer transfer, its settings chosen by an Optuna study (--trials) that
                cross-validates inside the shots only; no adaptation, the default or the best
@@ -60,26 +63,40 @@ METRICS = ("pca", "top1", "top5")
 
 
 def settings(which):
-    """(name, source dataset, target dataset) of every transfer to benchmark."""
+    """(name, source dataset, target dataset, test restriction) of every transfer to
+    benchmark: the restriction, a mask over the target's records or None, is ANDed onto every
+    test part."""
     out = []
-    if "bundled" in which:
+    if "bundled" in which:  # the ISA families of the machine with the most profiles (Zen 3)
         bundled = load_dataset("bundled").filter(valid=True)
+        bundled = bundled.filter(machine=bundled.records.groupby("machine")["hardware"]
+                                 .nunique().idxmax())
         for family in sorted(bundled.records["hardware_family"].unique()):
             out.append((f"bundled -> {family}",
                         bundled.select((bundled.records["hardware_family"] != family).to_numpy()),
                         bundled.filter(family=family)))
     if "machines" in which:  # each physical CPU of the bundled dataset from the others
         bundled = load_dataset("bundled").filter(valid=True)
-        for machine in bundled.machines():
-            if len(bundled.machines()) > 1:
-                out.append((f"bundled -> {machine}",
-                            bundled.select((bundled.records["machine"] != machine).to_numpy()),
-                            bundled.filter(machine=machine)))
+        for machine in bundled.machines if len(bundled.machines) > 1 else []:
+            others = (bundled.records["machine"] != machine).to_numpy()
+            target = bundled.filter(machine=machine)
+            # the test programs leave the source too: the machines measured the same programs,
+            # and a tuning run ranks programs that no machine measured before
+            tested = set(target.records["program_id"][HOLDOUT.test_mask(target)])
+            out.append((f"bundled -> {machine}", bundled.select(
+                others & ~bundled.records["program_id"].isin(tested).to_numpy()), target))
+            # unseen tasks too: the tasks of regime (b)'s test part leave the source on every
+            # machine, and every test part is restricted to them
+            unseen = CALIBRATION_HOLDOUT.test_mask(target)
+            tasks = set(target.records["task_key"][unseen])
+            out.append((f"bundled -> {machine}, unseen tasks",
+                        bundled.select(others & ~bundled.records["task_key"].isin(tasks)
+                                       .to_numpy()), target, unseen))
     if "gpus" in which and (SHARED / "bennu-ansor").exists():
         a100 = ingest([SHARED / "bennu-ansor" / "gpu_a100"]).filter(valid=True)
         rtx = ingest([SHARED / "bennu-ansor" / "gpu_rtx3080"]).filter(valid=True)
         out += [("RTX 3080 -> A100", rtx, a100), ("A100 -> RTX 3080", a100, rtx)]
-    return out
+    return [(*setting, None)[:4] for setting in out]
 
 
 def hardness(source: Dataset, target: Dataset) -> float:
@@ -132,7 +149,8 @@ def prepared(source, target, config) -> dict:
             "fm_target": build(target, list(config.blocks))}
 
 
-def one(source, target, seed, k, trials, config, arms_wanted=ARMS, shared=None) -> dict:
+def one(source, target, seed, k, trials, config, arms_wanted=ARMS, shared=None,
+        only=None) -> dict:
     """The arms for one (seed = shot draw, K): ranking quality on the same target test part,
     with the same source model."""
     shared = shared or prepared(source, target, config)
@@ -144,7 +162,7 @@ def one(source, target, seed, k, trials, config, arms_wanted=ARMS, shared=None) 
     else:
         holdout = HOLDOUT
         shots = draw_shots(target, k, seed, holdout)
-    test = holdout.test_mask(target)
+    test = holdout.test_mask(target) & (True if only is None else only)
     arms = {"source-only": report(lambda X: model.predict(X, fm_target.columns), fm_target,
                                   test)}
     arms["source-only"]["n_shots"] = len(shots)
@@ -214,7 +232,7 @@ def main() -> None:
             if row.get("trials", 10) == args.trials and row.get("bench") == BENCH_VERSION:
                 done[(row["setting"], row["seed"], row["k"])] = row
     hard = {}
-    for name, source, target in settings(args.settings.split(",")):
+    for name, source, target, only in settings(args.settings.split(",")):
         hard[name] = hardness(source, target)
         print(f"{name}: {len(source)} source, {len(target)} target records; source/target "
               f"latency Spearman {hard[name]:.3f}", flush=True)
@@ -226,7 +244,7 @@ def main() -> None:
                 shared = shared or prepared(source, target, config)
                 start = time.perf_counter()
                 arms = one(source, target, seed, k, args.trials, config, args.arms.split(","),
-                           shared)
+                           shared, only)
                 row = {"setting": name, "seed": seed, "k": k, "trials": args.trials,
                        "bench": BENCH_VERSION, "arms": arms,
                        "seconds": time.perf_counter() - start}
