@@ -205,10 +205,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--shots", default="1,2,4,8,16")
-    parser.add_argument("--calibration", type=int, default=0, metavar="N",
+    parser.add_argument("--calibration", default="", metavar="N[,N...]",
                         help="regime (b) too: N calibration programs of tasks other than the "
                              "test tasks (by-task test part, 30%%), as `gbxfer calibrate` "
-                             "orders them")
+                             "orders them (several N: each)")
     parser.add_argument("--arms", default=",".join(ARMS),
                         help="comma-separated arms to run (source-only always runs)")
     parser.add_argument("--trials", type=int, default=10, help="Optuna trials of the tuned arm")
@@ -222,7 +222,7 @@ def main() -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     config = load_model_config()
     shots = [int(k) for k in args.shots.split(",")] + (
-        [f"cal{args.calibration}"] if args.calibration else [])
+        [f"cal{int(n)}" for n in args.calibration.split(",") if n])
     if args.fresh and LOG.exists():
         LOG.unlink()
     done = {}

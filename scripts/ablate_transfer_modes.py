@@ -1,0 +1,83 @@
+"""Transfer settings beside the default on the real machine change: where could shots gain?
+
+    python scripts/ablate_transfer_modes.py [--seeds 3] [--shots 4,16]
+
+On four settings of scripts/bench_transfer.py (the Zen 3 -> Zen 4 change on programs the
+source never measured, the same on tasks it never measured, the reverse on unseen tasks, and
+the bundled Zen 3's AVX2 family from its other families), each K and shot draw: the paired
+difference to the source model (zero-shot) on the same test records of
+
+  default               gbxfer transfer's default (guarded continue, target weight 5)
+  retrain w20 guarded   a new booster on source + shots, shots weighing 20, guarded
+  retrain w20           the same without the guard
+  continue shots-only   trees added on the shots alone (the source's scores as base margin)
+
+with how often the guard kept the adaptation. Results:
+scripts/results/ablate_transfer_modes.{json,csv}.
+"""
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+from _bench import ci95
+from _results import print_table, write_results
+from bench_transfer import HOLDOUT, prepared, report, settings
+
+from gbxfer.model import load_model_config
+from gbxfer.transfer import TransferConfig, draw_shots, transfer
+
+SETTINGS = ("bundled -> AMD EPYC (zen4)", "bundled -> AMD EPYC (zen4), unseen tasks",
+            "bundled -> AMD EPYC (zen3), unseen tasks", "bundled -> x86-avx2")
+CONFIGS = {"default": TransferConfig(),
+           "retrain w20 guarded": TransferConfig(mode="retrain", target_weight=20.0),
+           "retrain w20": TransferConfig(guard=False, mode="retrain", target_weight=20.0),
+           "continue shots-only": TransferConfig(guard=False, source_fraction=0.0)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--shots", default="4,16")
+    args = parser.parse_args()
+    config = load_model_config()
+    rows = []
+    for name, source, target, only in settings(["machines", "bundled"]):
+        if name not in SETTINGS:
+            continue
+        shared = prepared(source, target, config)
+        model, fm = shared["model"], shared["fm_target"]
+        test = HOLDOUT.test_mask(target) & (True if only is None else only)
+        base = report(lambda X: model.predict(X, fm.columns), fm, test)
+        for k in map(int, args.shots.split(",")):
+            diffs: dict = {}
+            for seed in range(args.seeds):
+                shots = draw_shots(target, k, seed, HOLDOUT)
+                for arm, transfer_config in CONFIGS.items():
+                    adapted = transfer(model, source, target, shots, transfer_config, seed,
+                                       HOLDOUT, source_features=shared["fm_source"],
+                                       target_features=fm)
+                    rep = report(lambda X: adapted.predict(X, fm.columns), fm, test)
+                    guard = adapted.extra["transfer"].get("guard_check") or {}
+                    diffs.setdefault(arm, []).append(
+                        [rep[m] - base[m] for m in ("pca", "top1", "top5")]
+                        + [bool(guard.get("adapted"))])
+            for arm, values in diffs.items():
+                values = np.array(values, dtype=float)
+                row = {"setting": name, "k": k, "arm": arm, "seeds": len(values),
+                       "zero_shot_pca": round(base["pca"], 4),
+                       "zero_shot_top1": round(base["top1"], 4)}
+                for i, metric in enumerate(("pca", "top1", "top5")):
+                    mean, half = ci95(values[:, i])
+                    row[f"d_{metric}"], row[f"d_{metric}_ci"] = round(mean, 4), round(half, 4)
+                if "guarded" in arm or arm == "default":
+                    row["adapted"] = f"{int(values[:, 3].sum())}/{len(values)}"
+                rows.append(row)
+                print_table([row])
+    print()
+    print_table(rows)
+    write_results("ablate_transfer_modes", rows, seeds=args.seeds)
+
+
+if __name__ == "__main__":
+    main()
