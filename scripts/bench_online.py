@@ -20,6 +20,8 @@ the target machine is never in its training data):
   bundled -> Ansor x86                 the bundled Zen 3 data -> the x86 CPU of the Ansor logs
   Ansor logs -> Zen 3                  the three Ansor machines -> bundled x86-avx2-1t (64
                                        programs per task: rounds of 4)
+  Zen 3 -> Zen 4, unseen tasks         (``zen4``) the bundled Zen 3 without a by-task 30% of
+                                       the tasks -> those tasks on zen4-avx512-1t (rounds of 4)
 
 Arms (gbxfer.online modes): ``blend`` (the default since 2026-12-02), ``refine`` (the update
 before it: the prior boosted 20 trees further on the run's data), ``session`` (the prior for
@@ -41,7 +43,7 @@ import numpy as np
 from _bench import SHARED, ci95
 from _results import RESULTS, print_table, write_results
 
-from gbxfer import Dataset, ingest, load_dataset
+from gbxfer import Dataset, SplitSpec, ingest, load_dataset
 from gbxfer.features import build
 from gbxfer.model import load_model_config
 from gbxfer.online import OnlineModel
@@ -74,6 +76,14 @@ def settings(which):
     if "zen3" in which:
         out.append(("Ansor logs -> Zen 3", Dataset.concat(list(machines.values())),
                     bundled.filter(hardware="x86-avx2-1t"), 4, 4))
+    if "zen4" in which:  # the Zen 3 prior never saw these tasks; Zen 4 measured the same code
+        zen4 = bundled.filter(hardware="zen4-avx512-1t")
+        held = SplitSpec("by-task", 0.3, 0).test_mask(zen4)
+        tasks = zen4.records["task_key"][held].unique()
+        zen3 = bundled.filter(machine="AMD EPYC (zen3)")
+        out.append(("Zen 3 -> Zen 4, unseen tasks",
+                    zen3.select(~zen3.records["task_key"].isin(tasks).to_numpy()),
+                    zen4.select(held), 4, 4))
     return out
 
 
@@ -166,6 +176,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--settings", default="gpus,cpus,zen3")
     parser.add_argument("--arms", default=",".join(ARMS))
+    parser.add_argument("--name", default="bench_online", help="results file name")
     args = parser.parse_args()
     arms = args.arms.split(",")
     config = load_model_config()
@@ -185,9 +196,9 @@ def main() -> None:
         print_table([r for r in part if r["trials_per_task"] in (batch, 2 * batch, 4 * batch,
                                                                    rounds * batch)])
         rows += part
-    write_results("bench_online", rows, seeds=args.seeds, epsilon=EPSILON, seconds=timing)
-    plot(rows, RESULTS / "bench_online.png")
-    print(f"results: {RESULTS / 'bench_online.json'}")
+    write_results(args.name, rows, seeds=args.seeds, epsilon=EPSILON, seconds=timing)
+    plot(rows, RESULTS / f"{args.name}.png")
+    print(f"results: {RESULTS / args.name}.json")
 
 
 if __name__ == "__main__":

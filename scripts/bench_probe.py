@@ -55,8 +55,8 @@ def best_gflops(dataset) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profiles", help="comma-separated names (default: every profile "
-                                           "whose ISA this CPU executes)")
+    parser.add_argument("--profiles", help="comma-separated names or YAML paths (default: "
+                                           "every profile whose ISA this CPU executes)")
     parser.add_argument("--repeats", type=int, default=3, help="probe runs per profile")
     parser.add_argument("--seconds", type=float, default=0.25,
                         help="seconds per repetition of the probe's FMA kernel")
@@ -69,7 +69,9 @@ def main() -> None:
     runnable = supported_isas()
     rows = []
     for name in names:
-        doc = yaml.safe_load((CONFIGS / f"{name}.yaml").read_text())
+        path = Path(name) if name.endswith(".yaml") else CONFIGS / f"{name}.yaml"
+        doc = yaml.safe_load(path.read_text())
+        name = doc["name"]
         isa = ISA_OF_FAMILY.get(doc["family"])
         if isa not in runnable:
             print(f"{name}: skipped (family {doc['family']}: this CPU does not run {isa})")
