@@ -3,10 +3,10 @@ the model trained on the other machines, scored there zero-shot beside random.
 
 The machines: the bundled dataset's AMD EPYC Zen 3 (4 ISA/thread profiles) and Zen 4 (2
 profiles, the same programs), and, from ../shared/data, the Ansor logs' NVIDIA A100, NVIDIA
-RTX 3080 and x86 CPU (its model is not stated in the source). The held-out machine's descriptor comes in three variants, on the same
-test rows and the same trained model:
+RTX 3080 and x86 CPU (its model is not stated in the source). The held-out machine's
+descriptor comes in three variants, on the same test rows and the same trained model:
 
-  probed   what training uses: the profile's probed descriptor (Zen 3), the GPU table (GPUs)
+  probed   what training uses: the profile's probed descriptor (CPUs), the GPU table (GPUs)
   table    what a machine known only by its target and machine name gets: the target's
            fields, the microarchitecture's reference values and the relations (no probe)
   missing  the measured fields (caches, clock, peak, bandwidth) NaN
@@ -74,6 +74,7 @@ def by_machine_rows(shared, seeds) -> list[dict]:
         on_machine = SplitSpec.parse(f"by-machine:{machine}").test_mask(dataset)
         for unseen_tasks in (False, True):
             reports: dict = {}
+            sizes: list[int] = []
             for seed in seeds:
                 test, train = on_machine, ~on_machine
                 if unseen_tasks:
@@ -82,6 +83,7 @@ def by_machine_rows(shared, seeds) -> list[dict]:
                 if not test.any():
                     continue
                 _score(fm, dataset, train, test, groups, seed, reports)
+                sizes.append(int(test.sum()))
             split = f"by-machine:{machine}" + (" + unseen tasks" if unseen_tasks else "")
             for (which, dropout), reps in reports.items():
                 rows.append({"data": "bundled + Ansor logs", "split": split,
@@ -89,7 +91,7 @@ def by_machine_rows(shared, seeds) -> list[dict]:
                              f"gbxfer ({which}{', dropout' if dropout else ''})",
                              "seeds": len(reps), **summary(reps),
                              "n_train_machines": len(dataset.machines) - 1,
-                             "n_test_records": int(np.mean([rep["n_records"] for rep in reps]))})
+                             "n_test_records": int(np.mean(sizes))})
     return rows
 
 

@@ -42,7 +42,7 @@ def main() -> None:
     args = parser.parse_args()
     config = load_model_config()
     rows = []
-    for name, source, target, only in settings(["machines", "bundled"]):
+    for name, source, target, only, _ in settings(["machines", "bundled"]):
         if name not in SETTINGS:
             continue
         shared = prepared(source, target, config)
@@ -70,7 +70,7 @@ def main() -> None:
                 for i, metric in enumerate(("pca", "top1", "top5")):
                     mean, half = ci95(values[:, i])
                     row[f"d_{metric}"], row[f"d_{metric}_ci"] = round(mean, 4), round(half, 4)
-                if "guarded" in arm or arm == "default":
+                if CONFIGS[arm].guard:
                     row["adapted"] = f"{int(values[:, 3].sum())}/{len(values)}"
                 rows.append(row)
                 print_table([row])

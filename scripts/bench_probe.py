@@ -19,10 +19,10 @@ import statistics
 from pathlib import Path
 
 import numpy as np
-import yaml
 from _results import print_table, write_results
 
 from gbxfer import load_dataset
+from gbxfer.hardware import load_profile
 from gbxfer.hardware.probe import host_machine, probe, supported_isas
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "hardware"
@@ -69,21 +69,21 @@ def main() -> None:
     runnable = supported_isas()
     rows = []
     for name in names:
-        path = Path(name) if name.endswith(".yaml") else CONFIGS / f"{name}.yaml"
-        doc = yaml.safe_load(path.read_text())
-        name = doc["name"]
-        isa = ISA_OF_FAMILY.get(doc["family"])
+        profile = load_profile(name)  # a name in configs/hardware or a YAML path
+        name = profile.name
+        isa = ISA_OF_FAMILY.get(profile.family)
         if isa not in runnable:
-            print(f"{name}: skipped (family {doc['family']}: this CPU does not run {isa})")
+            print(f"{name}: skipped (family {profile.family}: this CPU does not run {isa})")
             continue
-        runs = [probe(isa, doc["threads"], seconds=args.seconds) for _ in range(args.repeats)]
+        runs = [probe(isa, profile.threads, seconds=args.seconds)
+                for _ in range(args.repeats)]
         peak = statistics.median(r["descriptor"]["peak_gflops"] for r in runs)
         theoretical = [r["theoretical_gflops"] for r in runs if r["theoretical_gflops"]]
         theoretical = statistics.median(theoretical) if theoretical else float("nan")
         matmul, task = best.get(name, {}).get("matmul", (float("nan"), ""))
         overall, _ = best.get(name, {}).get("any", (float("nan"), ""))
         rows.append({
-            "profile": name, "isa": isa, "threads": doc["threads"],
+            "profile": name, "isa": isa, "threads": profile.threads,
             "clock_ghz": statistics.median(r["descriptor"]["clock_ghz"] or np.nan for r in runs),
             "probe_gflops": peak,
             "probe_min": min(r["descriptor"]["peak_gflops"] for r in runs),
@@ -91,7 +91,7 @@ def main() -> None:
             "theoretical_gflops": round(theoretical, 1),
             "ratio": round(peak / theoretical, 3),
             "flops_per_lane_cycle": runs[0]["flops_per_lane_cycle"],
-            "profile_yaml_peak": (doc.get("descriptor") or {}).get("peak_gflops"),
+            "profile_yaml_peak": profile.descriptor.get("peak_gflops"),
             "best_matmul_gflops": round(matmul, 2), "best_matmul_task": task,
             "best_any_gflops": round(overall, 2),
             "matmul_beats_probe": bool(matmul > peak),

@@ -6,10 +6,10 @@
 Settings: the bundled dataset's Zen 3 with each ISA family held out in turn (all its thread
 variants; the source model trains on the other families; `bundled`), each physical machine of
 the bundled dataset held out (every profile of it; the source model trains on the other
-machines without the programs of the test part, which the bundled machines all measured;
+machines without the test part's programs, which the bundled machines all measured;
 `machines`: a real machine change; and again with regime (b)'s test tasks removed from the
 source on every machine and every test part restricted to them, `, unseen tasks`: a new
-network on a new machine), and the
+network on a new machine; the K shots of regime (a) still come from those tasks), and the
 ../shared/data/bennu-ansor GPUs (RTX 3080 -> A100 and back; `gpus`). For each setting one
 source model (seed 0) and one target test part (within-task, half of each target task's
 programs) serve every arm, seed and K; the seeds are shot draws from the other half. Arms:
@@ -63,9 +63,9 @@ METRICS = ("pca", "top1", "top5")
 
 
 def settings(which):
-    """(name, source dataset, target dataset, test restriction) of every transfer to
-    benchmark: the restriction, a mask over the target's records or None, is ANDed onto every
-    test part."""
+    """(name, source dataset, target dataset, test restriction, regime (b)) of every transfer
+    to benchmark: the restriction, a mask over the target's records or None, is ANDed onto
+    every test part; regime (b) (--calibration) runs where the last is True."""
     out = []
     if "bundled" in which:  # the ISA families of the machine with the most profiles (Zen 3)
         bundled = load_dataset("bundled").filter(valid=True)
@@ -74,29 +74,32 @@ def settings(which):
         for family in sorted(bundled.records["hardware_family"].unique()):
             out.append((f"bundled -> {family}",
                         bundled.select((bundled.records["hardware_family"] != family).to_numpy()),
-                        bundled.filter(family=family)))
-    if "machines" in which:  # each physical CPU of the bundled dataset from the others
-        bundled = load_dataset("bundled").filter(valid=True)
-        for machine in bundled.machines if len(bundled.machines) > 1 else []:
+                        bundled.filter(family=family), None, True))
+    bundled = load_dataset("bundled").filter(valid=True)
+    if "machines" in which and len(bundled.machines) > 1:  # each CPU from the others
+        for machine in bundled.machines:
             others = (bundled.records["machine"] != machine).to_numpy()
             target = bundled.filter(machine=machine)
-            # the test programs leave the source too: the machines measured the same programs,
-            # and a tuning run ranks programs that no machine measured before
-            tested = set(target.records["program_id"][HOLDOUT.test_mask(target)])
+            # the test programs leave the source: the machines measured the same programs, and
+            # a tuning run ranks programs that no machine measured before (regime (b) runs on
+            # the unseen-tasks setting only: here its test tasks' other programs stay)
+            tested = target.records["program_id"][HOLDOUT.test_mask(target)]
             out.append((f"bundled -> {machine}", bundled.select(
-                others & ~bundled.records["program_id"].isin(tested).to_numpy()), target))
-            # unseen tasks too: the tasks of regime (b)'s test part leave the source on every
-            # machine, and every test part is restricted to them
+                others & ~bundled.records["program_id"].isin(set(tested)).to_numpy()), target,
+                None, False))
+            # unseen tasks: regime (b)'s test tasks leave the source on every machine, and every
+            # test part is restricted to them (regime (a)'s shots still come from them)
             unseen = CALIBRATION_HOLDOUT.test_mask(target)
             tasks = set(target.records["task_key"][unseen])
             out.append((f"bundled -> {machine}, unseen tasks",
                         bundled.select(others & ~bundled.records["task_key"].isin(tasks)
-                                       .to_numpy()), target, unseen))
+                                       .to_numpy()), target, unseen, True))
     if "gpus" in which and (SHARED / "bennu-ansor").exists():
         a100 = ingest([SHARED / "bennu-ansor" / "gpu_a100"]).filter(valid=True)
         rtx = ingest([SHARED / "bennu-ansor" / "gpu_rtx3080"]).filter(valid=True)
-        out += [("RTX 3080 -> A100", rtx, a100), ("A100 -> RTX 3080", a100, rtx)]
-    return [(*setting, None)[:4] for setting in out]
+        out += [("RTX 3080 -> A100", rtx, a100, None, True),
+                ("A100 -> RTX 3080", a100, rtx, None, True)]
+    return out
 
 
 def hardness(source: Dataset, target: Dataset) -> float:
@@ -232,14 +235,15 @@ def main() -> None:
             if row.get("trials", 10) == args.trials and row.get("bench") == BENCH_VERSION:
                 done[(row["setting"], row["seed"], row["k"])] = row
     hard = {}
-    for name, source, target, only in settings(args.settings.split(",")):
+    for name, source, target, only, calibration in settings(args.settings.split(",")):
         hard[name] = hardness(source, target)
         print(f"{name}: {len(source)} source, {len(target)} target records; source/target "
               f"latency Spearman {hard[name]:.3f}", flush=True)
         shared = None
         for seed in range(args.seeds):
             for k in shots:
-                if (name, seed, k) in done or args.report_only:
+                if (name, seed, k) in done or args.report_only or (
+                        isinstance(k, str) and not calibration):
                     continue
                 shared = shared or prepared(source, target, config)
                 start = time.perf_counter()

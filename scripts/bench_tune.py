@@ -57,11 +57,12 @@ TASKS = ("conv2d_1_28_28_128_128_3_1_1", "depthwise_conv2d_1_56_56_144_3_1_1",
 METHODS = {"a": "gbxfer pretrained + online", "b": "gbxfer cold start",
            "c": "XGBModel (TVM default)", "d": "XGBModel pretrained", "e": "random"}
 NAME = "bench_tune"  # the results' stem: --calibrated writes bench_tune_<profile> instead
-
-
-def folder() -> Path:
-    return RESULTS / NAME
 CHECKPOINTS = (25, 50, 100, 200)
+
+
+def results_dir() -> Path:
+    """Where this benchmark's runs, work folders and end-to-end timings go."""
+    return RESULTS / NAME
 
 
 def source_data(family: str | None = None, machine: str | None = None):
@@ -71,10 +72,10 @@ def source_data(family: str | None = None, machine: str | None = None):
     return bundled.select((bundled.records[column] != value).to_numpy())
 
 
-def pretrained_gbxfer(source, folder: Path):
-    if not (folder / "manifest.json").exists():
-        train(source, load_model_config(), seed=0).save(folder)
-    return SavedModel.load(folder)
+def pretrained_gbxfer(source, path: Path):
+    if not (path / "manifest.json").exists():
+        train(source, load_model_config(), seed=0).save(path)
+    return SavedModel.load(path)
 
 
 def cost_model(method, seed, profile, pretrained, source):
@@ -97,10 +98,10 @@ def cost_model(method, seed, profile, pretrained, source):
 def run_one(tasks, weights, method, seed, profile, trials, pretrained, source, name):
     from gbxfer.tvm._tune import tune
 
-    path = folder() / "runs" / f"{name}.json"
+    path = results_dir() / "runs" / f"{name}.json"
     if path.exists():
         return json.loads(path.read_text())
-    out = folder() / "work" / name
+    out = results_dir() / "work" / name
     shutil.rmtree(out, ignore_errors=True)  # what a run stopped halfway left must not seed this one
     model = cost_model(method, seed, profile, pretrained, source)
     result = tune(tasks, profile, model, trials, out, seed=seed, trials_per_iter=16,
@@ -145,7 +146,7 @@ def end_to_end(network, mod, profile, runs, repeats=21, min_repeat_ms=1000) -> d
     from gbxfer.tvm._networks import (compile_network, database_prefix, network_inputs,
                                       scheduled_functions, time_network)
 
-    path = folder() / f"network-{network}-end-to-end.json"
+    path = results_dir() / f"network-{network}-end-to-end.json"
     if path.exists():
         return json.loads(path.read_text())
     target = tvm.target.Target(profile.target)
@@ -157,12 +158,12 @@ def end_to_end(network, mod, profile, runs, repeats=21, min_repeat_ms=1000) -> d
     tasks_ms = {("untuned", 0): float("nan")}  # the tuned tasks' best, weighted sum
     for r in runs:
         curve = pd.DataFrame(r["curve"])
-        folder = folder() / "work" / r["name"] / "metaschedule"
+        databases = results_dir() / "work" / r["name"] / "metaschedule"
         before = curve["trials"][curve["seconds"] <= equal]
         for at, n in (("equal time", int(before.max()) if len(before) else 0),
                       ("end", int(curve["trials"].max()))):
             if (r["method"], n) not in compiled:
-                database = database_prefix(folder, n)
+                database = database_prefix(databases, n)
                 compiled[r["method"], n] = (scheduled_functions(mod, database, target),
                                             compile_network(mod, database, target))
             builds[r["method"], at] = r["method"], n
@@ -341,10 +342,14 @@ def main() -> None:
     methods = args.methods or ("acf" if args.calibrated else "abcde")
     global NAME
     if args.calibrated:
+        if not profile.machine:
+            parser.error(f"--calibrated: profile {profile.name} names no machine to hold out")
         NAME = f"bench_tune_{profile.name}"
+        METHODS["f"] = "gbxfer calibrated + online"
+    if not set(methods) <= set(METHODS):
+        parser.error(f"--methods: letters of {''.join(METHODS)} ({methods!r} given)")
     if not args.report_only:
         if args.calibrated:
-            METHODS["f"] = "gbxfer calibrated + online"
             source = source_data(machine=profile.machine)
             calibrated = SavedModel.load(args.calibrated)
             what = "no-" + "_".join(re.findall(r"\w+", profile.machine))
@@ -365,9 +370,7 @@ def main() -> None:
                           f"{time.perf_counter() - start:.0f} s", flush=True)
         if args.network:
             network_runs(args.network, profile, args.network_trials, pretrained, source)
-    elif args.calibrated:
-        METHODS["f"] = "gbxfer calibrated + online"
-    runs = [json.loads(p.read_text()) for p in sorted((folder() / "runs").glob("*.json"))]
+    runs = [json.loads(p.read_text()) for p in sorted((results_dir() / "runs").glob("*.json"))]
     rows = summarize(runs, args.trials)
     print_table(rows, ["task", "method", "seeds", "best_at_25_ms", "best_at_200_ms",
                        "trials_share", "seconds_share", "seed_trials_to_c_final", "final_vs_c",
@@ -375,7 +378,7 @@ def main() -> None:
     if runs:
         plot(runs, args.trials)
     write_results(NAME, rows, target=args.target, trials=args.trials,
-                  methods=METHODS)
+                  methods={m: METHODS[m] for m in methods})
     report = [f"# {NAME}: {args.target}, {args.trials} trials per task\n",
               "Trials and seconds to reach (c)'s final best, final latency against (c)'s, "
               "cost-model seconds per round (update + predict; over the runs of the current "
@@ -388,7 +391,7 @@ def main() -> None:
               markdown_table([r for r in rows if "best_at_25_ms" in r], [
                   "task", "method", *[f"best_at_{k}_ms" for k in CHECKPOINTS],
                   "best_at_0.25T_ms", "best_at_0.5T_ms", "best_at_1T_ms"])]
-    for path in sorted(folder().glob("network-*-end-to-end.json")):
+    for path in sorted(results_dir().glob("network-*-end-to-end.json")):
         e2e = json.loads(path.read_text())
         title = (f"{path.stem}: compiled and timed, at equal wall-clock time "
                  f"({e2e['equal_seconds']:.0f} s) and at the end of each run")

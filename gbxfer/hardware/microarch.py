@@ -127,12 +127,17 @@ def host() -> Microarchitecture:
 
 
 def nearest_target(generic: Microarchitecture, vendor: str, features: set) -> Microarchitecture:
-    """The most specific archspec target of ``vendor`` in ``generic``'s family whose features
-    are all in ``features`` but for :data:`MASKED_IN_GUESTS`; ``generic`` when there is none."""
+    """The most specific x86-64 archspec target of ``vendor`` above ``generic`` (an ISA level
+    such as x86_64_v4, which it must descend from) whose features are all in ``features`` but
+    for :data:`MASKED_IN_GUESTS`; ``generic`` when there is none or for other families (their
+    targets list too few features to tell a guest from its host)."""
+    if generic.family.name != "x86_64":
+        return generic
     fits = [t for t in archspec.cpu.TARGETS.values()
-            if t.vendor == vendor and t.family == generic.family
+            if t.vendor == vendor and generic in t.ancestors
             and not t.features - features - MASKED_IN_GUESTS]
-    return max(fits, key=lambda t: (len(t.ancestors), t.name), default=generic)
+    return max(fits, key=lambda t: (len(t.ancestors), len(t.features), t.name),
+               default=generic)
 
 
 def target(name: str) -> Microarchitecture | None:
