@@ -14,11 +14,12 @@ level's spatial tiles against the output's size and reduction tiles against the 
 vector and unroll extents against the inner tile), or replaces every program column by its
 rank within its (task, hardware) group (per-task normalisation: a candidate population is what
 a tuning run ranks too), or adds TVM's per-store features (the dataset's table, or computed
-with gbxfer[tvm]), as they are or as z-scores within their (task, hardware) group; each model
-config (default XGBoost regression, LightGBM lambdarank) is trained on the same training part per seed and scored on its test part (by-task: 30% of the
-tasks; by-network: leave one network out, every network in turn, its tasks (those it shares with
-another network too) the test part, scored together; the seed is then only the model's). Mean +- 95% CI
-over seeds, and each variant's paired difference to ``all``. Choices are made on seeds 100-104
+with gbxfer[tvm]), as they are or as z-scores within their (task, hardware) group; each
+model config (default XGBoost regression, LightGBM lambdarank) is trained on the same training
+part per seed and scored on its test part (by-task: 30% of the tasks; by-network: leave one
+network out, every network in turn, its tasks (those it shares with another network too) the
+test part, scored together; the seed is then only the model's). Mean +- 95% CI over seeds,
+and each variant's paired difference to ``all``. Choices are made on seeds 100-104
 (``--first-seed 100``) and reported on seeds 0-4. Results: scripts/results/<name>.{json,csv}.
 """
 from __future__ import annotations

@@ -67,15 +67,14 @@ def settings(which):
     to benchmark: the restriction, a mask over the target's records or None, is ANDed onto
     every test part; regime (b) (--calibration) runs where the last is True."""
     out = []
-    if "bundled" in which:  # the ISA families of the machine with the most profiles (Zen 3)
-        bundled = load_dataset("bundled").filter(valid=True)
-        bundled = bundled.filter(machine=bundled.records.groupby("machine")["hardware"]
-                                 .nunique().idxmax())
-        for family in sorted(bundled.records["hardware_family"].unique()):
-            out.append((f"bundled -> {family}",
-                        bundled.select((bundled.records["hardware_family"] != family).to_numpy()),
-                        bundled.filter(family=family), None, True))
     bundled = load_dataset("bundled").filter(valid=True)
+    if "bundled" in which:  # the ISA families of the machine with the most profiles (Zen 3)
+        main = bundled.filter(machine=bundled.records.groupby("machine")["hardware"]
+                              .nunique().idxmax())
+        for family in sorted(main.records["hardware_family"].unique()):
+            out.append((f"bundled -> {family}",
+                        main.select((main.records["hardware_family"] != family).to_numpy()),
+                        main.filter(family=family), None, True))
     if "machines" in which and len(bundled.machines) > 1:  # each CPU from the others
         for machine in bundled.machines:
             others = (bundled.records["machine"] != machine).to_numpy()
