@@ -322,3 +322,14 @@ def test_another_vendors_features_give_no_amd_target():
     guest = set(targets["zen4"].features) - {"pku", "flush_l1d"}
     assert microarch.nearest_target(targets["x86_64_v4"], "GenuineIntel", guest) is not \
         targets["zen4"]
+
+
+def test_a_guest_past_a_specific_answer_reads_as_its_microarchitecture():
+    """A KVM guest of a Sapphire Rapids lacks waitpkg, so archspec calls it icelake; the
+    nearest target descending from icelake lacking only masked features is sapphirerapids."""
+    targets = archspec.cpu.TARGETS
+    guest = set(targets["sapphirerapids"].features) - {"waitpkg"}
+    assert microarch.nearest_target(targets["icelake"], "GenuineIntel", guest) is \
+        targets["sapphirerapids"]
+    assert microarch.nearest_target(targets["icelake"], "GenuineIntel",
+                                    guest - {"amx_tile"}) is targets["icelake"]

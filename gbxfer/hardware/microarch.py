@@ -108,36 +108,35 @@ def reference_fields(uarch: Microarchitecture | str | None) -> dict:
     return {}
 
 
-# CPU features a hypervisor may mask from its guests (KVM guests of some hosts lack the
-# protection-keys and L1D-flush bits): archspec requires them, so such a Zen 4 guest reads as the
-# generic x86_64_v4. Only these may be missing when :func:`host` looks past a generic answer.
-MASKED_IN_GUESTS = frozenset({"pku", "ospke", "flush_l1d", "md_clear"})
+# CPU features a hypervisor may mask from its guests: KVM guests of some hosts lack the
+# protection-keys and L1D-flush bits (a Zen 4 guest then reads as the generic x86_64_v4) or the
+# user-wait bits (a Sapphire Rapids guest reads as icelake). archspec requires them, so only
+# these may be missing when :func:`host` looks past archspec's answer.
+MASKED_IN_GUESTS = frozenset({"pku", "ospke", "flush_l1d", "md_clear", "waitpkg"})
 
 
 @functools.cache
 def host() -> Microarchitecture:
-    """This machine's microarchitecture, read once: ``archspec.cpu.host()``, or where that is a
-    generic ISA level (``x86_64_v4``), the most specific archspec target of this CPU's vendor and
-    family that lacks nothing but :data:`MASKED_IN_GUESTS` (a KVM guest of a Zen 4 -> zen4)."""
-    found = archspec.cpu.host()
-    if found.vendor != "generic":
-        return found
+    """This machine's microarchitecture, read once: ``archspec.cpu.host()``, or the most specific
+    archspec target descending from it that lacks nothing but :data:`MASKED_IN_GUESTS` (a KVM
+    guest of a Zen 4 -> zen4 rather than x86_64_v4, of a Sapphire Rapids -> sapphirerapids
+    rather than icelake)."""
     info = archspec.cpu.detect.detected_info()
-    return nearest_target(found, info.vendor, info.features)
+    return nearest_target(archspec.cpu.host(), info.vendor, info.features)
 
 
-def nearest_target(generic: Microarchitecture, vendor: str, features: set) -> Microarchitecture:
-    """The most specific x86-64 archspec target of ``vendor`` above ``generic`` (an ISA level
-    such as x86_64_v4, which it must descend from) whose features are all in ``features`` but
-    for :data:`MASKED_IN_GUESTS`; ``generic`` when there is none or for other families (their
-    targets list too few features to tell a guest from its host)."""
-    if generic.family.name != "x86_64":
-        return generic
+def nearest_target(found: Microarchitecture, vendor: str, features: set) -> Microarchitecture:
+    """The most specific x86-64 archspec target of ``vendor`` descending from ``found`` (what
+    archspec answered: an ISA level such as x86_64_v4, or a CPU such as icelake) whose features
+    are all in ``features`` but for :data:`MASKED_IN_GUESTS`; ``found`` when there is none or
+    for other families (their targets list too few features to tell a guest from its host)."""
+    if found.family.name != "x86_64":
+        return found
     fits = [t for t in archspec.cpu.TARGETS.values()
-            if t.vendor == vendor and generic in t.ancestors
+            if t.vendor == vendor and found in t.ancestors
             and not t.features - features - MASKED_IN_GUESTS]
     return max(fits, key=lambda t: (len(t.ancestors), len(t.features), t.name),
-               default=generic)
+               default=found)
 
 
 def target(name: str) -> Microarchitecture | None:

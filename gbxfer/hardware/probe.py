@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import os
 import platform
+import re
 import shutil
 import subprocess
 import tempfile
@@ -286,14 +287,20 @@ def cache_sizes_kb() -> dict:
 
 
 def cpu_model() -> str:
-    """The CPU model name of /proc/cpuinfo (``AMD EPYC``)."""
+    """The CPU model name of /proc/cpuinfo without trademarks and filler words (``AMD EPYC``;
+    ``Intel(R) Xeon(R) Processor`` -> ``Intel Xeon``)."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+                return _plain_model(line.split(":", 1)[1])
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+def _plain_model(name: str) -> str:
+    words = re.sub(r"\((R|TM|tm)\)", "", name).split()
+    return " ".join(w for w in words if w not in ("Processor", "CPU")) or name.strip()
 
 
 def host_machine() -> str:
