@@ -2,6 +2,7 @@
 
     python scripts/bench_transfer.py [--seeds 5] [--shots 1,2,4,8,16] [--trials 10]
                                      [--settings bundled,gpus] [--arms default,unguarded,...]
+                                     [--match TEXT] [--report-only]
 
 Settings: the bundled dataset's Zen 3 with each ISA family held out in turn (all its thread
 variants; the source model trains on the other families; `bundled`), each physical machine of
@@ -215,6 +216,8 @@ def main() -> None:
                         help="comma-separated arms to run (source-only always runs)")
     parser.add_argument("--trials", type=int, default=10, help="Optuna trials of the tuned arm")
     parser.add_argument("--settings", default="bundled,machines,gpus")
+    parser.add_argument("--match", default="", metavar="TEXT",
+                        help="only the settings whose name contains TEXT")
     parser.add_argument("--fresh", action="store_true", help="forget finished runs")
     parser.add_argument("--report-only", action="store_true",
                         help="summarize the finished runs, compute nothing new")
@@ -235,6 +238,8 @@ def main() -> None:
                 done[(row["setting"], row["seed"], row["k"])] = row
     hard = {}
     for name, source, target, only, calibration in settings(args.settings.split(",")):
+        if args.match not in name:
+            continue
         hard[name] = hardness(source, target)
         print(f"{name}: {len(source)} source, {len(target)} target records; source/target "
               f"latency Spearman {hard[name]:.3f}", flush=True)

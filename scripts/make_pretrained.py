@@ -30,7 +30,7 @@ def main() -> None:
                                  "hardware": model.hardware, "seed": args.seed}
     shutil.rmtree(PRETRAINED, ignore_errors=True)
     model.save(PRETRAINED)
-    size = sum(p.stat().st_size for p in PRETRAINED.iterdir()) / 2**20
+    size = sum(p.stat().st_size for p in PRETRAINED.rglob("*") if p.is_file()) / 2**20
     print(f"{PRETRAINED}: {len(model.train_record_ids)} records of {', '.join(model.hardware)}; "
           f"{size:.1f} MB")
 

@@ -333,3 +333,11 @@ def test_a_guest_past_a_specific_answer_reads_as_its_microarchitecture():
         targets["sapphirerapids"]
     assert microarch.nearest_target(targets["icelake"], "GenuineIntel",
                                     guest - {"amx_tile"}) is targets["icelake"]
+
+
+def test_cpu_model_names_drop_trademarks_and_filler_words():
+    from gbxfer.hardware.probe import _plain_model
+    assert _plain_model("Intel(R) Xeon(R) Processor") == "Intel Xeon"
+    assert _plain_model("AMD EPYC 9654 96-Core Processor") == "AMD EPYC 9654 96-Core"
+    assert _plain_model("Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz") == "Intel Core i7-8700 @ 3.20GHz"
+    assert _plain_model("Processor") == "Processor"
