@@ -1,6 +1,6 @@
 """Online updates in a replayed search on a machine outside the prior's training data.
 
-    python scripts/bench_online.py [--seeds 5] [--settings gpus,cpus,zen3] [--arms ...]
+    python scripts/bench_online.py [--seeds 5] [--settings gpus,cpus,zen3,zen4,xeon] [--arms ...]
 
 A tuning run's cost model ranks candidates, the best are measured, and the measurements update
 it (gbxfer.online.OnlineModel, as GbxferCostModel.update does inside MetaSchedule). Here the
@@ -17,11 +17,13 @@ Settings (the prior: the default model config trained, seed 0, on the source's v
 the target machine is never in its training data):
 
   RTX 3080 -> A100, A100 -> RTX 3080   the shared Ansor GPU logs (tasks with >= 500 programs)
-  bundled -> Ansor x86                 the bundled Zen 3 data -> the x86 CPU of the Ansor logs
+  bundled -> Ansor x86                 the bundled data -> the x86 CPU of the Ansor logs
   Ansor logs -> Zen 3                  the three Ansor machines -> bundled x86-avx2-1t (64
                                        programs per task: rounds of 4)
   Zen 3 -> Zen 4, unseen tasks         (``zen4``) the bundled Zen 3 without a by-task 30% of
                                        the tasks -> those tasks on zen4-avx512-1t (rounds of 4)
+  Zen 3 + Zen 4 -> Xeon, unseen tasks  (``xeon``) the bundled AMD CPUs without a by-task 30% of
+                                       the tasks -> those tasks on spr-avx512-1t (rounds of 4)
 
 Arms (gbxfer.online modes): ``blend`` (the default since 2026-12-02), ``refine`` (the update
 before it: the prior boosted 20 trees further on the run's data), ``session`` (the prior for
@@ -77,14 +79,22 @@ def settings(which):
         out.append(("Ansor logs -> Zen 3", Dataset.concat(list(machines.values())),
                     bundled.filter(hardware="x86-avx2-1t"), 4, 4))
     if "zen4" in which:  # the Zen 3 prior never saw these tasks; Zen 4 measured the same code
-        zen4 = bundled.filter(hardware="zen4-avx512-1t")
-        held = SplitSpec("by-task", 0.3, 0).test_mask(zen4)
-        tasks = zen4.records["task_key"][held].unique()
-        zen3 = bundled.filter(machine="AMD EPYC (zen3)")
-        out.append(("Zen 3 -> Zen 4, unseen tasks",
-                    zen3.select(~zen3.records["task_key"].isin(tasks).to_numpy()),
-                    zen4.select(held), 4, 4))
+        out.append(("Zen 3 -> Zen 4, unseen tasks", *_unseen_tasks(
+            bundled.filter(machine="AMD EPYC (zen3)"), bundled.filter(hardware="zen4-avx512-1t"))))
+    if "xeon" in which:  # the AMD prior never saw the Intel CPU nor these tasks
+        amd = bundled.select(bundled.records["machine"].str.startswith("AMD").to_numpy())
+        out.append(("Zen 3 + Zen 4 -> Xeon, unseen tasks", *_unseen_tasks(
+            amd, bundled.filter(hardware="spr-avx512-1t"))))
     return out
+
+
+def _unseen_tasks(source, target):
+    """(source without a by-task 30% of the target's tasks, the target on those tasks, batch,
+    rounds)."""
+    held = SplitSpec("by-task", 0.3, 0).test_mask(target)
+    tasks = target.records["task_key"][held].unique()
+    return (source.select(~source.records["task_key"].isin(tasks).to_numpy()),
+            target.select(held), 4, 4)
 
 
 def replay(arm, prior, columns, pools, batch, rounds, seed) -> np.ndarray:

@@ -178,7 +178,7 @@ def one(source, target, seed, k, trials, config, arms_wanted=ARMS, shared=None,
             arms[arm] = report(lambda X: adapted.predict(X, fm_target.columns), fm_target, test)
             arms[arm]["seconds"] = time.perf_counter() - start
             arms[arm]["guard"] = adapted.extra["transfer"].get("guard_check")
-    if "tuned" in arms_wanted:
+    if "tuned" in arms_wanted and k != 1:  # one shot per group: nothing for a study to score
         start = time.perf_counter()
         study = study_transfer(model, source, target, shots, trials, f"bench-{seed}-{k}", None,
                                seed)
