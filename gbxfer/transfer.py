@@ -5,15 +5,17 @@ From a model trained on source hardware and K measured programs per task on the 
 ``continue``) or trains a new booster with the source model's settings (mode ``retrain``) on
 the source records plus the shots: source records are weighted by how similar their hardware
 is to the target (an RBF kernel over standardised hardware descriptors, with a temperature),
-the shots by ``target_weight``. Labels of the shots are computed among the shots only (the rest of the
-target is unknown to the transfer).
+the shots by ``target_weight``. Labels of the shots are computed among the shots only (the
+rest of the target is unknown to the transfer).
 
 Guarded (the default, ``guard``): the adaptation is first cross-validated inside the shots
 (:func:`cross_validate`: with 4 or more shots per group, half of every group's shots adapt and
 the other half score, and back; with fewer, the tasks are halved) against the source model on
 the same held-out groups; it is kept only when its mean gain in the mean of pairwise accuracy
 and top-1 exceeds one standard error, else the source model is returned (with the shots
-recorded). A few shots cannot then make the model worse beyond the noise of that check.
+recorded). A few shots cannot then make the model worse beyond the noise of that check. With
+``try_pooled`` the guard weighs pooled retraining (:meth:`TransferConfig.pooled`) the same way
+and keeps, of the adaptations that pass, the one with the larger gain.
 """
 from __future__ import annotations
 
@@ -49,11 +51,18 @@ class TransferConfig:
     num_leaves: int = 0  # leaves of the added trees; 0 = as in the source model
     min_child_samples: int = 0  # records per leaf of the added trees; 0 = as in the source model
     guard: bool = True  # keep the adaptation only if it beats the source inside the shots
+    try_pooled: bool = True  # the guard weighs pooled retraining too (see pooled())
 
     @property
     def adapts(self) -> bool:
         """Whether this config changes the model at all (not: continue with no trees)."""
         return not (self.mode == "continue" and self.extra_rounds == 0)
+
+    def pooled(self) -> "TransferConfig":
+        """Pooled retraining: one model trained anew on the source records and the shots as
+        one training set (target weight 1, no reweighting, shot labels as measured)."""
+        return dataclasses.replace(self, mode="retrain", target_weight=1.0, temperature=0.0,
+                                   rescale_shots=False, source_fraction=1.0)
 
     @classmethod
     def from_dict(cls, d: dict | None) -> "TransferConfig":
@@ -153,13 +162,20 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
     if config.guard:
         source_features = source_features or build(source, list(model.blocks))
         target_features = target_features or build(target, list(model.blocks))
-        check = guard_check(model, source, target, np.asarray(shot_positions), config, seed,
-                            source_features, target_features)
+        candidates = {"config": dataclasses.replace(config, guard=False)}
+        if config.try_pooled and candidates["config"].pooled() != candidates["config"]:
+            candidates["pooled"] = candidates["config"].pooled()
+        checks = {name: guard_check(model, source, target, np.asarray(shot_positions), c, seed,
+                                    source_features, target_features)
+                  for name, c in candidates.items()}
+        name = max(checks, key=lambda n: (checks[n]["adapted"], checks[n]["gain"] or -1.0))
+        check = {**checks[name], "choice": name if checks[name]["adapted"] else "source",
+                 "candidates": {n: {k: c[k] for k in ("adapted", "gain", "se")}
+                                for n, c in checks.items()}}
         if not check["adapted"]:
             return _adapted(model, model.ranker, shots, config, seed, holdout, check)
-        adapted = transfer(model, source, target, shot_positions,
-                           dataclasses.replace(config, guard=False), seed, holdout,
-                           source_features, target_features)
+        adapted = transfer(model, source, target, shot_positions, candidates[name], seed,
+                           holdout, source_features, target_features)
         adapted.extra["transfer"]["guard_check"] = check
         return adapted
     r = source.records

@@ -16,10 +16,11 @@ Every (size, mode, seed) trains the default model config (XGBoost regression) as
 subprocess: ``process`` is ``gbxfer train`` in one process under ``prlimit --as`` of
 --process-limit-gib (a run that dies of it is reported as not fitting, and larger sizes are
 not tried); ``dask`` is ``gbxfer train --dask local:2`` (two single-threaded worker
-processes: XGBoost on Dask with a quantile matrix). Measured: wall-clock seconds; the peak
-resident memory of the largest process of the run's process tree and of the tree as a whole
-(sampled every 0.2 s with psutil); and PCA / top-1 / top-5 of ``gbxfer evaluate`` on the
-held-out tasks. Results are appended as they come to --work/rows.jsonl (a rerun skips what is
+processes: each writes its partitions' features to its local disk, then XGBoost trains over
+its collective on quantile matrices built from those files a partition at a time). Measured:
+wall-clock seconds; the peak resident memory of the largest process of the run's process tree
+and of the tree as a whole (sampled every 0.2 s with psutil); and PCA / top-1 / top-5 of
+``gbxfer evaluate`` on the held-out tasks. Results are appended as they come to --work/rows.jsonl (a rerun skips what is
 there) and written to scripts/results/bench_scale.{json,csv,png}. Run on an idle machine.
 """
 from __future__ import annotations

@@ -18,22 +18,26 @@ programs) serve every arm, seed and K; the seeds are shot draws from the other h
   tuned        gbxfer transfer, its settings chosen by an Optuna study (--trials) that
                cross-validates inside the shots only; no adaptation, the default or the best
                trial, by the one-standard-error rule (gbxfer.study.chosen_transfer)
-  default      gbxfer transfer with the default TransferConfig: guarded, the adaptation kept
-               only if it beats the source model inside the shots beyond one standard error
-  unguarded    the same adaptation without the check (the default before the guard)
+  default      gbxfer transfer with the default TransferConfig: guarded, of the continue
+               adaptation and pooled retraining the one that beats the source model inside
+               the shots beyond one standard error by most, else the source model
+  guard-continue  the default before pooled retraining was among the guard's candidates:
+               the configured (continue) adaptation only (try_pooled false)
+  unguarded    the continue adaptation without the check (the default before the guard)
   source-only  the source model, no target data (zero-shot)
   pooled       one model trained on source records + shots together, no reweighting
   scratch      a model trained on the shots alone
   upper        a model trained on every target record outside the test part (upper bound)
 
 With --calibration N, regime (b) too (K = calN): the test part is 30% of the target's tasks
-(by-task) and the shots are N programs of the other tasks, in the order `gbxfer calibrate`
+(by-task) and the shots are N programs of the other tasks on one target profile (its
+fastest, as a user calibrates the profile they tune for), in the order `gbxfer calibrate`
 measures them (an unseen task on an unseen machine: the situation before tuning a new
-network). Paired differences to source-only on the same test records (d_pca, d_top1: mean and 95% CI
-over seeds) say whether an arm helps or hurts. How hard each transfer is: the Spearman correlation between source and target latencies of
-the paired programs (per task, averaged). Each (setting, seed, K) is appended to
-scripts/results/bench_transfer.jsonl as it finishes, so a killed run resumes (--fresh
-restarts). Results: scripts/results/bench_transfer.{json,csv,png}.
+network). Paired differences to source-only on the same test records (d_pca, d_top1: mean and
+95% CI over seeds) say whether an arm helps or hurts. How hard each transfer is: the Spearman
+correlation between source and target latencies of the paired programs (per task, averaged).
+Each (setting, seed, K) is appended to scripts/results/bench_transfer.jsonl as it finishes, so
+a killed run resumes (--fresh restarts). Results: scripts/results/bench_transfer.{json,csv,png}.
 """
 from __future__ import annotations
 
@@ -44,6 +48,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from _results import RESULTS, print_table, write_results
 from _bench import ci95
 
@@ -58,8 +63,10 @@ from gbxfer.transfer import TransferConfig, draw_shots, transfer
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 LOG = RESULTS / "bench_transfer.jsonl"
-ARMS = ("tuned", "default", "unguarded", "source-only", "pooled", "scratch", "upper")
-BENCH_VERSION = 5  # 5: the guard scores groups by the mean of PCA and top-1, both folds
+ARMS = ("tuned", "default", "guard-continue", "unguarded", "source-only", "pooled", "scratch",
+        "upper")
+BENCH_VERSION = 6  # 6: the guard weighs pooled retraining too, regime (b) calibrates one profile
+# (5: continue only; regime (b)'s shots on every target profile)
 METRICS = ("pca", "top1", "top5")
 
 
@@ -134,22 +141,28 @@ HOLDOUT = SplitSpec("within-task", 0.5, 0)  # one test part for every arm, seed 
 CALIBRATION_HOLDOUT = SplitSpec("by-task", 0.3, 0)  # regime (b): the test tasks get no shot
 
 
-def calibration_shots(target, holdout, n, seed) -> np.ndarray:
+def calibration_shots(target, holdout, n, seed, profile) -> np.ndarray:
     """Regime (b): the first ``n`` programs of a calibration (gbxfer.pruning.calibration_order,
     as `gbxfer calibrate` measures them) among the target's tasks outside the test part, on
-    every target profile."""
-    pool_mask = ~holdout.test_mask(target) & target.records["valid"].to_numpy()
+    the one target profile ``profile`` (calibrate measures one)."""
+    pool_mask = (~holdout.test_mask(target) & target.records["valid"].to_numpy()
+                 & (target.records["hardware"] == profile).to_numpy())
     pool = target.select(pool_mask)
     chosen = pool.records["program_id"].iloc[calibration_order(pool, seed)[:n]]
     return np.flatnonzero(pool_mask & target.records["program_id"].isin(set(chosen)).to_numpy())
 
 
 def prepared(source, target, config) -> dict:
-    """What every (seed, K) of a setting shares: the source model (trained once, seed 0) and
-    the feature matrices."""
+    """What every (seed, K) of a setting shares: the source model (trained once, seed 0), the
+    feature matrices, and the profile regime (b) calibrates: the target's fastest (highest
+    peak GFLOP/s in its descriptor; ties by name), the one a user would tune for."""
+    fm_target = build(target, list(config.blocks))
+    peaks = pd.Series(fm_target.X[:, fm_target.columns.index("hardware.peak_gflops")],
+                      index=fm_target.records["hardware"].to_numpy()).fillna(-1.0)
+    peaks = peaks.groupby(level=0).max()
     return {"model": train(source, config, seed=0),
-            "fm_source": build(source, list(config.blocks)),
-            "fm_target": build(target, list(config.blocks))}
+            "fm_source": build(source, list(config.blocks)), "fm_target": fm_target,
+            "calibrated": sorted(peaks.index, key=lambda p: (-peaks[p], p))[0]}
 
 
 def one(source, target, seed, k, trials, config, arms_wanted=ARMS, shared=None,
@@ -161,7 +174,7 @@ def one(source, target, seed, k, trials, config, arms_wanted=ARMS, shared=None,
     features = {"source_features": shared["fm_source"], "target_features": fm_target}
     if isinstance(k, str):  # "calN": N calibration programs of other tasks than the test ones
         holdout = CALIBRATION_HOLDOUT
-        shots = calibration_shots(target, holdout, int(k[3:]), seed)
+        shots = calibration_shots(target, holdout, int(k[3:]), seed, shared["calibrated"])
     else:
         holdout = HOLDOUT
         shots = draw_shots(target, k, seed, holdout)
@@ -170,6 +183,7 @@ def one(source, target, seed, k, trials, config, arms_wanted=ARMS, shared=None,
                                   test)}
     arms["source-only"]["n_shots"] = len(shots)
     for arm, transfer_config in (("default", TransferConfig()),
+                                 ("guard-continue", TransferConfig(try_pooled=False)),
                                  ("unguarded", TransferConfig(guard=False))):
         if arm in arms_wanted:
             start = time.perf_counter()
@@ -293,6 +307,9 @@ def summarize(done, hard, n_seeds, shots) -> list[dict]:
                 guards = [r.get("guard") for r in reps if r.get("guard")]
                 if guards:
                     row["adapted"] = f"{sum(g['adapted'] for g in guards)}/{len(guards)}"
+                    pooled = sum(g.get("choice") == "pooled" for g in guards)
+                    if pooled:
+                        row["adapted"] += f" ({pooled} pooled)"
                 row["random_top1"] = round(float(np.mean([r["random_top1"] for r in reps])), 4)
                 row["n_test_groups"] = reps[0]["n_groups"]
                 row["spearman"] = round(hard[name], 3)

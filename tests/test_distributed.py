@@ -2,6 +2,8 @@
 process on the same data, from partitions that each worker reads and featurises itself."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from gbxfer import GbxferError, SplitSpec, load_dataset
@@ -45,6 +47,9 @@ def test_dask_training_matches_one_process(small, client, backend, objective):
     many = train_on_dask(small, config, client, split, partitions=5)
     assert sorted(many.train_record_ids) == sorted(one.train_record_ids)
     assert many.hardware == one.hardware and many.columns == one.columns
+    left = client.run(lambda dask_worker: [str(p) for p in
+                                           Path(dask_worker.local_directory).glob("gbxfer-*")])
+    assert not any(left.values()), left  # the workers' feature files are gone
     pca_one, pca_many = evaluate(one, dataset)["pca"], evaluate(many, dataset)["pca"]
     if objective != "rank:pairwise":
         assert abs(pca_many - pca_one) < 0.01, (pca_one, pca_many)

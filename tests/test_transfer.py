@@ -164,12 +164,16 @@ def test_the_study_moves_away_from_simpler_configs_only_beyond_one_standard_erro
     assert _study_with([0] * 8, [0] * 8, [1] * 8).target_weight == 40.0
 
 
-def _guarded(gpus, monkeypatch, source_scores, adapted_scores):
-    """A guarded transfer whose check inside the shots sees these per-group scores."""
+def _guarded(gpus, monkeypatch, source_scores, adapted_scores, pooled_scores=None,
+             config=TransferConfig()):
+    """A guarded transfer whose check inside the shots sees these per-group scores (pooled
+    retraining: ``pooled_scores``, default as the configured adaptation's)."""
     import gbxfer.transfer as transfer_module
 
     def fake(model, source, target, shots, config, *args):
-        scores = source_scores if not config.adapts else adapted_scores
+        scores = (source_scores if not config.adapts else
+                  pooled_scores if config.mode == "retrain" and pooled_scores else
+                  adapted_scores)
         by_task = {f"t{i}|hw": {"pca": v, "top1": v} for i, v in enumerate(scores)}
         return [{"by_task": by_task}], {g: v["pca"] for g, v in by_task.items()}
 
@@ -177,7 +181,7 @@ def _guarded(gpus, monkeypatch, source_scores, adapted_scores):
     source = train(gpus, CONFIG, SplitSpec.parse("by-hardware:cuda-sm_86"))
     target = gpus.filter(hardware="cuda-sm_86")
     shots = draw_shots(target, 4, 0)
-    return source, transfer(source, gpus, target, shots, TransferConfig(), 0)
+    return source, transfer(source, gpus, target, shots, config, 0)
 
 
 def test_the_guard_keeps_the_source_model_unless_the_shots_show_a_gain(gpus, monkeypatch):
@@ -190,6 +194,26 @@ def test_the_guard_keeps_the_source_model_unless_the_shots_show_a_gain(gpus, mon
                               source.predict(X, source.columns))
     guard = adapted.extra["transfer"]["guard_check"]
     assert guard["adapted"] is True and guard["gain"] == pytest.approx(0.0933, abs=1e-3)
+
+
+def test_the_guard_takes_pooled_retraining_when_it_gains_more_inside_the_shots(gpus,
+                                                                             monkeypatch):
+    _, adapted = _guarded(gpus, monkeypatch, [0.7, 0.6, 0.8], [0.8, 0.7, 0.88],
+                          [0.9, 0.8, 0.95])
+    guard = adapted.extra["transfer"]["guard_check"]
+    assert guard["choice"] == "pooled" and adapted.extra["transfer"]["mode"] == "retrain"
+    assert guard["candidates"]["config"]["adapted"] and guard["gain"] == pytest.approx(0.1833,
+                                                                                       abs=1e-3)
+    # a pooled gain within the noise does not outvote a configured transfer that passes
+    _, adapted = _guarded(gpus, monkeypatch, [0.7, 0.6, 0.8], [0.8, 0.7, 0.88],
+                          [0.9, 0.5, 0.85])
+    assert adapted.extra["transfer"]["guard_check"]["choice"] == "config"
+    assert adapted.extra["transfer"]["mode"] == "continue"
+    # with try_pooled off, the guard weighs the configured transfer alone
+    _, adapted = _guarded(gpus, monkeypatch, [0.7, 0.6, 0.8], [0.8, 0.7, 0.88],
+                          [0.9, 0.8, 0.95], TransferConfig(try_pooled=False))
+    assert list(adapted.extra["transfer"]["guard_check"]["candidates"]) == ["config"]
+    assert adapted.extra["transfer"]["mode"] == "continue"
 
 
 def test_the_guard_keeps_the_source_model_when_the_shots_cannot_tell(gpus):

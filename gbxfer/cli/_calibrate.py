@@ -12,6 +12,7 @@ from ..manifests import write_file
 from ..model import SavedModel
 from ..records.suite import load_suite
 from ._common import command_stamp, input_path, load_dataset_arg, positive_float
+from ._transfer import guard_choice
 
 log = logging.getLogger("gbxfer")
 
@@ -77,7 +78,7 @@ def run(args) -> int:
     print(f"{profile.name} ({profile.machine or 'this machine'}): {state['valid']} of "
           f"{state['programs']} programs valid over {state['tasks']} tasks in "
           f"{state['seconds'] / 60:.1f} min; the transfer "
-          f"{'adapted the model' if guard.get('adapted') else 'kept the source model'}"
+          f"{guard_choice(guard) if guard.get('adapted') else 'kept the source model'}"
           + (f" (gain {guard['gain']:+.4f} +- {guard['se']:.4f} inside the measurements)"
              if guard.get("gain") is not None else ""))
     print(f"model: {out / 'model'}    tune with: gbxfer tune ... --hardware "

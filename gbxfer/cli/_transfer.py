@@ -84,11 +84,18 @@ def run(args) -> int:
                f"top-1 over {guard['groups']} held-out shot groups ({guard['folds']})"
                if guard["gain"] is not None else
                "too few shots or groups to tell")
-        log.info("checked inside the shots: %s; %s", how, "adapted" if guard["adapted"] else
-                 "kept the source model (guard: false in the config's transfer section "
-                 "adapts regardless)")
+        log.info("checked inside the shots: %s; %s", how, guard_choice(guard))
     adapted.extra["command"] = command_stamp()
     adapted.save(args.out)
     log.info("transferred to %s with %d shots: %s", ", ".join(target.hardware), len(shots),
              args.out)
     return 0
+
+
+def guard_choice(guard: dict) -> str:
+    """What the guard chose, in words."""
+    if not guard["adapted"]:
+        return ("kept the source model (guard: false in the config's transfer section adapts "
+                "regardless)")
+    return "adapted by " + ("pooled retraining" if guard.get("choice") == "pooled" else
+                            "the configured transfer")
