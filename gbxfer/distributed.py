@@ -66,7 +66,7 @@ def close_client(client) -> None:
         cluster.close()
 
 
-def _part(path: str, keys: list, blocks: list, split: dict | None, levels: int | None):
+def _part(keys: list, path: str, blocks: list, split: dict | None, levels: int | None):
     """On a worker: the training records of tasks ``keys``, rows of a group together: their
     features (float32, one block), label (relevance grades 0..levels-1 when ``levels``), group
     code (0, 1, ... in order), record ids and hardware."""
@@ -150,7 +150,7 @@ def _featurise_to_disk(chunks: list, args: tuple, token: str) -> dict:
     folder.mkdir(parents=True)
     rows, ids, hardware, groups = 0, [], set(), 0
     for chunk in chunks:
-        part = _part(*args[:1], chunk, *args[1:])
+        part = _part(chunk, *args)
         if part is None:
             continue
         stem = folder / f"{len(ids):05d}"
@@ -174,10 +174,12 @@ def _remove_folder(token: str, dask_worker) -> None:
     shutil.rmtree(_folder(dask_worker, token), ignore_errors=True)
 
 
-def _train_from_disk(folder: str, params: dict, rounds: int, collective_args: dict):
+def _train_from_disk(folder: str, params: dict, rounds: int, ranking: bool,
+                     collective_args: dict):
     """On a worker: XGBoost trained over the communicator of ``collective_args`` on a quantile
     matrix built from the .npy files of ``folder`` a chunk at a time (the float features never
-    all in memory); the booster's bytes from rank 0, None from the others."""
+    all in memory; with ``ranking``, the group codes as query ids); the booster's bytes from
+    rank 0, None from the others."""
     import xgboost as xgb
     from distributed import get_worker
     from xgboost import collective
@@ -192,9 +194,8 @@ def _train_from_disk(folder: str, params: dict, rounds: int, collective_args: di
             if self.at == len(self.stems):
                 return False
             stem = Path(folder) / self.stems[self.at]
-            group = np.load(f"{stem}-group.npy")
             input_data(data=np.load(f"{stem}-X.npy"), label=np.load(f"{stem}-label.npy"),
-                       qid=None if params["objective"] == "reg:squarederror" else group)
+                       qid=np.load(f"{stem}-group.npy") if ranking else None)
             self.at += 1
             return True
 
@@ -243,7 +244,7 @@ def _xgboost_on_dask(client, ranker, objective, chunks, home, args):
                                           get_address_host(client.scheduler.address))
         params = ranker.xgboost_params(objective)
         runs = [client.submit(_train_from_disk, done[w]["folder"], params, ranker.n_estimators,
-                              {**tracker, "dmlc_task_id": f"{rank:05d}"},
+                              objective != "regression", {**tracker, "dmlc_task_id": f"{rank:05d}"},
                               key=f"gbxfer-train-{w}-{token}", workers=[w],
                               allow_other_workers=False) for rank, w in enumerate(active)]
         _wait_for(client, runs, set(active), "training ended")
@@ -263,7 +264,7 @@ def _lightgbm_on_dask(client, ranker, objective, chunks, home, args):
     import lightgbm as lgb
 
     token = uuid.uuid4().hex[:12]
-    parts = [client.submit(_frames, *args[:1], chunk, *args[1:], key=f"gbxfer-part-{i}-{token}",
+    parts = [client.submit(_frames, chunk, *args, key=f"gbxfer-part-{i}-{token}",
                            workers=[home[i]], allow_other_workers=False)
              for i, chunk in enumerate(chunks)]
     _wait_for(client, parts, set(home))
@@ -278,7 +279,8 @@ def _lightgbm_on_dask(client, ranker, objective, chunks, home, args):
                                               key=f"gbxfer-part-{i}-{k}-{token}")
                                 for i in keep], meta=meta, verify_meta=False)
 
-    features, records = side(0, _frames_meta(args[1])[0]), side(1, _frames_meta(args[1])[1])
+    meta = _frames_meta(args[1])
+    features, records = side(0, meta[0]), side(1, meta[1])
     del parts  # the two sides hold the frames
     ids, hardware = dask.compute(records["__record_id"], records["__hardware"].unique())
     params = {k: v for k, v in ranker.lightgbm_params(objective).items()
@@ -296,9 +298,9 @@ def _lightgbm_on_dask(client, ranker, objective, chunks, home, args):
     return model.booster_, ids.to_numpy(), set(hardware)
 
 
-def _frames(path: str, keys: list, blocks: list, split: dict | None, levels: int | None):
+def _frames(keys: list, path: str, blocks: list, split: dict | None, levels: int | None):
     """On a worker: :func:`_part` as two frames, the features and the records."""
-    part = _part(path, keys, blocks, split, levels)
+    part = _part(keys, path, blocks, split, levels)
     features_meta, records_meta = _frames_meta(blocks)
     if part is None:
         return features_meta, records_meta

@@ -165,9 +165,8 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
         candidates = {"config": dataclasses.replace(config, guard=False)}
         if config.try_pooled and candidates["config"].pooled() != candidates["config"]:
             candidates["pooled"] = candidates["config"].pooled()
-        checks = {name: guard_check(model, source, target, np.asarray(shot_positions), c, seed,
-                                    source_features, target_features)
-                  for name, c in candidates.items()}
+        checks = guard_checks(model, source, target, np.asarray(shot_positions), candidates,
+                              seed, source_features, target_features)
         name = max(checks, key=lambda n: (checks[n]["adapted"], checks[n]["gain"] or -1.0))
         check = {**checks[name], "choice": name if checks[name]["adapted"] else "source",
                  "candidates": {n: {k: c[k] for k in ("adapted", "gain", "se")}
@@ -277,13 +276,14 @@ def _by_group(reports) -> dict:
             if all(np.isfinite(rep[m]) for m in GUARD_METRICS)}
 
 
-def guard_check(model: SavedModel, source: Dataset, target: Dataset, shots: np.ndarray,
-                config: TransferConfig, seed: int, source_features: FeatureMatrix,
-                target_features: FeatureMatrix) -> dict:
-    """Whether ``config``'s adaptation beats the source model inside the shots: the paired
-    per-group differences of the mean of pairwise accuracy and top-1 (:data:`GUARD_METRICS`)
-    on the held-out folds (:func:`cross_validate`) have a mean above one standard error. Too
-    few shots or groups to tell: not adapted.
+def guard_checks(model: SavedModel, source: Dataset, target: Dataset, shots: np.ndarray,
+                 configs: dict, seed: int, source_features: FeatureMatrix,
+                 target_features: FeatureMatrix) -> dict:
+    """``{name: check}``: whether each of ``configs`` (``{name: TransferConfig}``) beats the
+    source model inside the shots: the paired per-group differences of the mean of pairwise
+    accuracy and top-1 (:data:`GUARD_METRICS`) on the held-out folds (:func:`cross_validate`;
+    the source model scored once for all) have a mean above one standard error. Too few shots
+    or groups to tell: not adapted.
 
     With 4 or more shots in the median group the folds halve every group (the gain of shots of
     the tasks scored, as in a transfer to a target whose tasks have shots); with fewer they
@@ -291,20 +291,29 @@ def guard_check(model: SavedModel, source: Dataset, target: Dataset, shots: np.n
     over to other tasks and so underrates the adaptation."""
     sizes = target.records.iloc[shots].groupby(["task_key", "hardware"]).size()
     within = bool(len(sizes)) and float(sizes.median()) >= 4
+
+    def scores(config):
+        return _by_group(cross_validate(model, source, target, shots, config, seed, "pca",
+                                        source_features, target_features, within)[0])
+
     try:
-        base, mine = (_by_group(cross_validate(model, source, target, shots, c, seed, "pca",
-                                               source_features, target_features, within)[0])
-                      for c in (TransferConfig(extra_rounds=0), config))
+        base = scores(TransferConfig(extra_rounds=0))
+        mine = {name: scores(config) for name, config in configs.items()}
     except GbxferError:
-        return {"adapted": False, "gain": None, "se": None, "groups": 0}
-    common = sorted(set(base) & set(mine))
-    diff = np.array([np.mean([mine[g][m] - base[g][m] for m in GUARD_METRICS])
-                     for g in common])
-    if len(diff) < 2:
-        return {"adapted": False, "gain": None, "se": None, "groups": len(diff)}
-    gain, se = float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(len(diff)))
-    return {"adapted": bool(gain > se), "gain": round(gain, 5), "se": round(se, 5),
-            "groups": len(diff), "folds": "within tasks" if within else "by task"}
+        return {name: {"adapted": False, "gain": None, "se": None, "groups": 0}
+                for name in configs}
+    checks = {}
+    for name, by_group in mine.items():
+        common = sorted(set(base) & set(by_group))
+        diff = np.array([np.mean([by_group[g][m] - base[g][m] for m in GUARD_METRICS])
+                         for g in common])
+        if len(diff) < 2:
+            checks[name] = {"adapted": False, "gain": None, "se": None, "groups": len(diff)}
+            continue
+        gain, se = float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(len(diff)))
+        checks[name] = {"adapted": bool(gain > se), "gain": round(gain, 5), "se": round(se, 5),
+                        "groups": len(diff), "folds": "within tasks" if within else "by task"}
+    return checks
 
 
 def _adapted(model: SavedModel, ranker, shots: Dataset, config: TransferConfig, seed: int,
