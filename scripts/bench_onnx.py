@@ -5,19 +5,26 @@
                                  [--work DIR] [--bert-layers 12] [--name bench_onnx]
 
 Builds two real architectures as ONNX graphs in code, with seeded random weights (latency does
-not depend on their values): ResNet-50 (batch 1, 3 x 224 x 224, batch norm folded into the
-convolutions' bias) and a BERT-base encoder (12 layers, hidden 768, 12 heads, FFN 3072, GELU,
-LayerNormalization; batch 1, sequence 128; hidden states in). Tunes each on --hardware (this
-machine's native ISA at 1 thread) for --minutes with ``gbxfer tune --onnx`` and the gbxfer cost
-model (the pretrained model, online updates), and with ``--cost-model xgb`` (TVM's XGBModel):
-one run each, saved under --work as it finishes (a rerun skips finished runs). Each run's
-database as it was at each of --points minutes (its prefix by the tuning curve's clock) is
-compiled to a library; then ONNX Runtime (defaults except the intra-op thread count), TVM
-untuned and every tuned point are timed at 1 and at 2 threads (one process per thread count),
-interleaved: each of --repeats rounds times every build once (mean over >= 0.5 s), and
-gbxfer's latency over XGBModel's is the median of the per-round ratios. Every row records
-the CPU model. Run on an idle machine. Results: scripts/results/<name>.{json,csv,png}; the
-libraries and runs under --work.
+not depend on their values): ResNet-50 (batch 1, 3 x 224 x 224, NCHW, batch norm folded into
+the convolutions' bias) and a BERT-base encoder (12 layers, hidden 768, 12 heads, FFN 3072,
+GELU, LayerNormalization; batch 1, sequence 128; hidden states in). Tunes each on --hardware
+(give this machine's native ISA at 1 thread, e.g. spr-avx512-1t) for --minutes with ``gbxfer
+tune --onnx`` and the gbxfer cost model (the pretrained model, online updates), and with
+``--cost-model xgb`` (TVM's XGBModel): one run each, saved under --work as it finishes (a
+rerun skips finished runs; a work folder resumes only on the CPU model and profile that began
+it). Each run's database as it was at each of --points minutes by the tuning curve's clock
+(the last point: the shorter run's end, as both overrun the budget by their last batch) is
+compiled to a library named by its trial count. Then, in one process per thread count (1 and
+2), every library's outputs are checked against ONNX Runtime's on seeded random inputs (the
+largest absolute difference, the output's scale, within tolerance as ``gbxfer tune``
+states it), and ONNX Runtime (defaults except intra-op threads = the count, inter-op 1),
+TVM untuned and every library are timed in --repeats rounds, each timing every build once
+(mean over >= 0.5 s) in a seeded shuffled order; gbxfer's latency over XGBModel's is the
+median of the per-round ratios, as is each build's over ONNX Runtime's. Reported too: the
+first point at which gbxfer's build is as fast as ONNX Runtime, or its ratio at the end.
+Every row records the CPU model (name, family, model, stepping). Run on an idle machine.
+Results: scripts/results/<name>.{json,csv,png}, written after each model; the libraries and
+runs under --work.
 """
 from __future__ import annotations
 
@@ -144,13 +151,36 @@ def bert(seed: int = 0, layers: int = 12, seq: int = 128, hidden: int = 768, hea
 
 # ---------------------------------------------------------------- tuning and builds
 def cpu_model() -> str:
-    return stamp()["machine"]["cpu"]
+    """The CPU as lscpu names it, with its family, model and stepping: a KVM guest's model
+    name alone can be as generic as "Intel(R) Xeon(R) Processor"."""
+    fields: dict = {}
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    return "{} (family {} model {} stepping {})".format(
+        fields.get("model name", stamp()["machine"]["cpu"]), *(
+            fields.get(k, "?") for k in ("cpu family", "model", "stepping")))
+
+
+def same_machine(path: Path, cpu: str, hardware: str) -> None:
+    """Runs in one work folder resume only on the machine (CPU model, profile) that began
+    them: all rows of one table come from one machine."""
+    mine = {"cpu": cpu, "hardware": hardware}
+    if not path.exists():
+        path.write_text(json.dumps(mine) + "\n")
+    elif json.loads(path.read_text()) != mine:
+        raise SystemExit(f"{path.parent} holds runs of {path.read_text().strip()}, not of this "
+                         f"machine ({json.dumps(mine)}): give another --work")
 
 
 def tune_run(model_path: Path, method: str, args, out: Path) -> dict:
     """One tuning run (skipped when its summary exists); its summary."""
     if (out / "summary.json").exists():
-        return json.loads((out / "summary.json").read_text())
+        summary = json.loads((out / "summary.json").read_text())
+        if summary["budget"] != {"minutes": args.minutes}:
+            raise SystemExit(f"{out} was tuned for {summary['budget']}, not {args.minutes:g} "
+                             "minutes: give another --work")
+        return summary
     if out.exists():  # a run killed midway starts again
         import shutil
 
@@ -159,14 +189,25 @@ def tune_run(model_path: Path, method: str, args, out: Path) -> dict:
                args.hardware, "--minutes", str(args.minutes), "--cost-model", method,
                "--seed", str(args.seed), "--out", str(out)]
     print("$", " ".join(command), flush=True)
-    subprocess.run(command, check=False)
+    subprocess.run(command, check=False)  # outputs beyond tolerance exit 2, summary written
     if not (out / "summary.json").exists():
         raise SystemExit(f"tuning run {out} failed")
     return json.loads((out / "summary.json").read_text())
 
 
+def cut_trials(curves: dict, minutes: float, args) -> dict:
+    """``{method: trials measured by the cut}``: ``minutes`` into each run by its curve's
+    clock; at the end of the budget, the shorter run's end (the batch running when the budget
+    ends finishes after it, so runs overrun it by different amounts)."""
+    cut = 60 * minutes if minutes < args.minutes else min(c["seconds"].max()
+                                                          for c in curves.values())
+    return {m: int(c["trials"][c["seconds"] <= cut].max()) if (c["seconds"] <= cut).any()
+            else 0 for m, c in curves.items()}
+
+
 def build_points(model_path: Path, runs: dict, args, work: Path) -> list[dict]:
-    """Libraries of the untuned model and of each run's database at each point (cached)."""
+    """Libraries of the untuned model and of each run's database at each point, named by
+    their trial count (a library is compiled once and kept)."""
     import tvm
     from tvm.s_tir import meta_schedule as ms
 
@@ -174,51 +215,54 @@ def build_points(model_path: Path, runs: dict, args, work: Path) -> list[dict]:
     from gbxfer.tvm._networks import compile_network, database_prefix, scheduled_functions
     from gbxfer.tvm._onnx import export_module, load_onnx
 
-    index = work / "builds.json"
-    builds = json.loads(index.read_text()) if index.exists() else []
-    wanted = [("untuned", 0)] + [(m, p) for m in runs for p in args.points]
-    if [(b["method"], b["minutes"]) for b in builds] == wanted:
-        return builds
-    network = load_onnx(model_path)
-    target = tvm.target.Target(load_profile(args.hardware).target)
-    builds = []
-    for method, minutes in wanted:
-        if method == "untuned":
-            database, trials = ms.database.MemoryDatabase(), 0
-        else:
-            curve = pd.read_csv(runs[method] / "curve.csv")
-            before = curve["trials"][curve["seconds"] <= 60 * minutes]
-            trials = int(before.max()) if len(before) else 0
-            database = database_prefix(runs[method] / "metaschedule", trials)
-        path = work / f"{method}-{minutes:g}min.so"
-        if not path.exists():
+    curves = {m: pd.read_csv(folder / "curve.csv") for m, folder in runs.items()}
+    wanted = [("untuned", 0, 0)] + [(m, p, cut_trials(curves, p, args)[m])
+                                    for m in runs for p in args.points]
+    index = work / "builds.json"  # library name -> scheduled functions
+    scheduled = json.loads(index.read_text()) if index.exists() else {}
+    network, target, builds = None, tvm.target.Target(load_profile(args.hardware).target), []
+    for method, minutes, trials in wanted:
+        path = work / f"{method}-{trials}t.so"
+        if not path.exists() or path.name not in scheduled:
+            if network is None:
+                network = load_onnx(model_path)
+            database = ms.database.MemoryDatabase() if method == "untuned" else \
+                database_prefix(runs[method] / "metaschedule", trials)
+            scheduled[path.name] = "{}/{}".format(*scheduled_functions(network.mod, database,
+                                                                       target))
             export_module(compile_network(network.mod, database, target), path)
+            index.write_text(json.dumps(scheduled, indent=1))
+            print(f"built {path.name} ({method}, {minutes:g} min)", flush=True)
         builds.append({"method": method, "minutes": minutes, "trials": trials,
-                       "library": str(path), "scheduled": "{}/{}".format(
-                           *scheduled_functions(network.mod, database, target))})
-        print(f"built {path.name} ({trials} trials)", flush=True)
-    index.write_text(json.dumps(builds, indent=1))
+                       "library": str(path), "scheduled": scheduled[path.name]})
     return builds
 
 
-def time_builds(model_path: Path, builds: list[dict], threads: int, repeats: int) -> dict:
-    """In a fresh process with TVM_NUM_THREADS = ``threads``: seconds per inference of ONNX
-    Runtime and of every build, ``repeats`` interleaved rounds."""
+def time_builds(model_path: Path, builds: list[dict], threads: int, args) -> dict:
+    """In a fresh process with TVM_NUM_THREADS = ``threads``: each library's outputs checked
+    against ONNX Runtime's, and seconds per inference of ONNX Runtime and of every library in
+    ``args.repeats`` interleaved rounds."""
     env = {**os.environ, "TVM_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads)}
+    libraries = list(dict.fromkeys(b["library"] for b in builds))
     result = subprocess.run(
         [sys.executable, __file__, "--time-worker", json.dumps(
-            {"model": str(model_path), "builds": builds, "threads": threads,
-             "repeats": repeats})], env=env, check=True, capture_output=True, text=True)
+            {"model": str(model_path), "libraries": libraries, "threads": threads,
+             "repeats": args.repeats, "seed": args.seed})],
+        env=env, check=False, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SystemExit(f"timing at {threads} threads failed:\n{result.stderr[-3000:]}")
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def time_worker(spec: dict) -> None:
+    """Every round times ONNX Runtime and each library once, in an order shuffled per round
+    (seeded), so that no build always runs just after another."""
     import onnx
     import tvm
 
     from gbxfer.tvm._networks import time_network
-    from gbxfer.tvm._onnx import OnnxNetwork, onnxruntime_session, random_inputs, \
-        time_onnxruntime
+    from gbxfer.tvm._onnx import OnnxNetwork, compare_outputs, onnxruntime_session, \
+        random_inputs, run_executable, time_onnxruntime
 
     graph = onnx.load(spec["model"], load_external_data=False).graph
     weights = {w.name for w in graph.initializer}
@@ -226,18 +270,31 @@ def time_worker(spec: dict) -> None:
                        np.dtype(np.float32)) for i in graph.input if i.name not in weights}
     feeds = random_inputs(OnnxNetwork(Path(spec["model"]), inputs, [], None))
     session = onnxruntime_session(spec["model"], spec["threads"])
-    libraries = {b["library"]: tvm.runtime.load_module(b["library"]) for b in spec["builds"]}
-    seconds = {"onnxruntime": [], **{b["library"]: [] for b in spec["builds"]}}
+    names = [o.name for o in session.get_outputs()]
+    expected = session.run(names, feeds)
     arrays = list(feeds.values())
+    libraries = {path: tvm.runtime.load_module(path) for path in spec["libraries"]}
+    checks = {}
+    for path, library in libraries.items():
+        outputs = compare_outputs(names, run_executable(library, arrays), expected)
+        checks[path] = {"max_abs_diff": max((o["max_abs_diff"] for o in outputs.values()),
+                                            key=lambda d: np.inf if d is None else d),
+                        "scale": max(o["scale"] or 0.0 for o in outputs.values()),
+                        "within_tolerance": all(o["within_tolerance"] for o in outputs.values())}
+    seconds = {"onnxruntime": [], **{path: [] for path in libraries}}
+    rng = np.random.default_rng(spec["seed"])
     for _ in range(spec["repeats"]):
-        seconds["onnxruntime"] += time_onnxruntime(session, feeds, repeat=1, min_repeat_ms=500)
-        for path, library in libraries.items():
-            seconds[path] += time_network(library, arrays, repeat=1, min_repeat_ms=500)
-    print(json.dumps(seconds))
+        for key in rng.permutation(list(seconds)):
+            seconds[key] += time_onnxruntime(session, feeds, repeat=1, min_repeat_ms=500) \
+                if key == "onnxruntime" else time_network(libraries[key], arrays, repeat=1,
+                                                          min_repeat_ms=500)
+    print(json.dumps({"seconds": seconds, "checks": checks}))
 
 
 # ---------------------------------------------------------------- report
-def report(model: str, builds, seconds: dict, threads: int, runs: dict, cpu: str) -> list[dict]:
+def report(model: str, builds, timed: dict, threads: int, cpu: str) -> list[dict]:
+    """One row per build and one for ONNX Runtime; ratios are medians of per-round ratios."""
+    seconds, checks = timed["seconds"], timed["checks"]
     ort = np.asarray(seconds["onnxruntime"])
     rows = [{"model": model, "threads": threads, "method": "ONNX Runtime", "minutes": 0,
              "trials": 0, "latency_ms": 1e3 * float(np.median(ort)),
@@ -249,13 +306,27 @@ def report(model: str, builds, seconds: dict, threads: int, runs: dict, cpu: str
                "method": METHODS.get(b["method"], b["method"]), "minutes": b["minutes"],
                "trials": b["trials"], "scheduled": b["scheduled"],
                "latency_ms": 1e3 * float(np.median(s)),
-               "over_onnxruntime": float(np.median(s / ort)), "cpu": cpu}
+               "over_onnxruntime": float(np.median(s / ort)), "cpu": cpu,
+               **checks[b["library"]]}
         if b["method"] == "gbxfer" and ("xgb", b["minutes"]) in by:
             row["over_xgbmodel"] = float(np.median(s / by["xgb", b["minutes"]]))
-        if b["method"] in runs:
-            row["max_abs_diff"] = max(runs[b["method"]]["max_abs_diff"].values())
         rows.append(row)
     return rows
+
+
+def matches_onnxruntime(rows: list[dict]) -> dict:
+    """Per model and thread count: the first tuning minutes at which gbxfer's build is at
+    least as fast as ONNX Runtime (median of per-round ratios <= 1), or None, with the ratio
+    at the last point."""
+    out = {}
+    for row in rows:
+        if row["method"] == "gbxfer":
+            key = f"{row['model']}, {row['threads']} threads"
+            entry = out.setdefault(key, {"minutes": None})
+            if entry["minutes"] is None and row["over_onnxruntime"] <= 1:
+                entry["minutes"] = row["minutes"]
+            entry["ends_at_over_onnxruntime"] = row["over_onnxruntime"]
+    return out
 
 
 def plot(rows: list[dict], path: Path) -> None:
@@ -304,25 +375,35 @@ def main() -> None:
     import onnx
 
     cpu, rows = cpu_model(), []
+    columns = ["model", "threads", "method", "minutes", "trials", "scheduled", "latency_ms",
+               "over_onnxruntime", "over_xgbmodel", "max_abs_diff", "within_tolerance"]
     for model in args.models.split(","):
-        work = args.work / f"{model}-seed{args.seed}"
+        label = model if model != "bert" or args.bert_layers == 12 else \
+            f"bert{args.bert_layers}"
+        work = args.work / f"{label}-seed{args.seed}"
         work.mkdir(parents=True, exist_ok=True)
+        same_machine(work / "machine.json", cpu, args.hardware)
         path = work / f"{model}.onnx"
         if not path.exists():
             graph = resnet50(args.seed) if model == "resnet50" else bert(
                 args.seed, layers=args.bert_layers)
             onnx.save(graph, str(path))
-        summaries = {m: tune_run(path, m, args, work / m) for m in METHODS}
+        for method in METHODS:
+            tune_run(path, method, args, work / method)
         builds = build_points(path, {m: work / m for m in METHODS}, args, work)
         for threads in (1, 2):
-            seconds = time_builds(path, builds, threads, args.repeats)
-            rows += report(model, builds, seconds, threads, summaries, cpu)
-            print_table(rows[-len(builds) - 1:], ["model", "threads", "method", "minutes",
-                                                  "trials", "latency_ms", "over_onnxruntime",
-                                                  "over_xgbmodel"])
-    write_results(args.name, rows, minutes=args.minutes, points=args.points,
-                  hardware=args.hardware, seed=args.seed, repeats=args.repeats)
-    plot(rows, RESULTS / f"{args.name}.png")
+            rows += report(label, builds, time_builds(path, builds, threads, args), threads,
+                           cpu)
+            print_table(rows[-len(builds) - 1:], columns)
+        matches = matches_onnxruntime(rows)
+        for key, entry in matches.items():
+            print(f"{key}: gbxfer matches ONNX Runtime at {entry['minutes']} min" if entry[
+                "minutes"] is not None else f"{key}: gbxfer does not match ONNX Runtime in "
+                f"{args.minutes:g} min; it ends at {entry['ends_at_over_onnxruntime']:.3g}x")
+        write_results(args.name, rows, minutes=args.minutes, points=args.points,
+                      hardware=args.hardware, seed=args.seed, repeats=args.repeats, cpu=cpu,
+                      matches_onnxruntime=matches)
+        plot(rows, RESULTS / f"{args.name}.png")
 
 
 if __name__ == "__main__":
