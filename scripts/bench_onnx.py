@@ -23,8 +23,9 @@ TVM untuned and every library are timed in --repeats rounds, each timing every b
 median of the per-round ratios, as is each build's over ONNX Runtime's. Reported too: the
 first point at which gbxfer's build is as fast as ONNX Runtime, or its ratio at the end.
 Every row records the CPU model (name, family, model, stepping). Run on an idle machine.
-Results: scripts/results/<name>.{json,csv,png}, written after each model; the libraries and
-runs under --work.
+Results: scripts/results/<name>.{json,csv,png}, written after each model, hold every model and
+seed timed in --work on this machine and profile (``rows.json`` of each work folder); the
+libraries and runs under --work.
 """
 from __future__ import annotations
 
@@ -321,7 +322,7 @@ def matches_onnxruntime(rows: list[dict]) -> dict:
     out = {}
     for row in rows:
         if row["method"] == "gbxfer":
-            key = f"{row['model']}, {row['threads']} threads"
+            key = f"{row['model']} seed {row['seed']}, {row['threads']} threads"
             entry = out.setdefault(key, {"minutes": None})
             if entry["minutes"] is None and row["over_onnxruntime"] <= 1:
                 entry["minutes"] = row["minutes"]
@@ -340,12 +341,14 @@ def plot(rows: list[dict], path: Path) -> None:
     fig, axes = plt.subplots(1, len(keys), figsize=(4.5 * len(keys), 3.6), squeeze=False)
     for ax, (model, threads) in zip(axes[0], keys):
         part = frame[(frame["model"] == model) & (frame["threads"] == threads)]
-        for method, g in part[part["minutes"] > 0].groupby("method"):
-            ax.plot(g["minutes"], g["latency_ms"], marker="o", label=method)
+        seeds = part["seed"].nunique() > 1
+        for (method, seed), g in part[part["minutes"] > 0].groupby(["method", "seed"]):
+            ax.plot(g["minutes"], g["latency_ms"], marker="o",
+                    label=f"{method}, seed {seed}" if seeds else method)
         for method, style in (("ONNX Runtime", "--"), ("untuned", ":")):
-            value = part.loc[part["method"] == method, "latency_ms"]
-            if len(value):
-                ax.axhline(float(value.iloc[0]), ls=style, color="grey", label=method)
+            value = part.loc[part["method"] == method, "latency_ms"].median()
+            if np.isfinite(value):
+                ax.axhline(float(value), ls=style, color="grey", label=method)
         ax.set_title(f"{model}, {threads} thread{'s' if threads > 1 else ''}")
         ax.set_xlabel("tuning minutes")
         ax.set_ylabel("latency (ms)")
@@ -374,9 +377,10 @@ def main() -> None:
     args.points = [p for p in args.points if p <= args.minutes] or [args.minutes]
     import onnx
 
-    cpu, rows = cpu_model(), []
-    columns = ["model", "threads", "method", "minutes", "trials", "scheduled", "latency_ms",
-               "over_onnxruntime", "over_xgbmodel", "max_abs_diff", "within_tolerance"]
+    cpu = cpu_model()
+    columns = ["model", "seed", "threads", "method", "minutes", "trials", "scheduled",
+               "latency_ms", "over_onnxruntime", "over_xgbmodel", "max_abs_diff",
+               "within_tolerance"]
     for model in args.models.split(","):
         label = model if model != "bert" or args.bert_layers == 12 else \
             f"bert{args.bert_layers}"
@@ -391,17 +395,24 @@ def main() -> None:
         for method in METHODS:
             tune_run(path, method, args, work / method)
         builds = build_points(path, {m: work / m for m in METHODS}, args, work)
+        rows = []
         for threads in (1, 2):
-            rows += report(label, builds, time_builds(path, builds, threads, args), threads,
-                           cpu)
+            rows += [{**row, "seed": args.seed} for row in report(
+                label, builds, time_builds(path, builds, threads, args), threads, cpu)]
             print_table(rows[-len(builds) - 1:], columns)
+        (work / "rows.json").write_text(json.dumps(rows, indent=1) + "\n")
+        # the table: every model and seed timed on this machine and profile in --work
+        rows = [row for folder in sorted(args.work.glob("*/rows.json"))
+                if json.loads((folder.parent / "machine.json").read_text()) == {
+                    "cpu": cpu, "hardware": args.hardware}
+                for row in json.loads(folder.read_text())]
         matches = matches_onnxruntime(rows)
         for key, entry in matches.items():
             print(f"{key}: gbxfer matches ONNX Runtime at {entry['minutes']} min" if entry[
                 "minutes"] is not None else f"{key}: gbxfer does not match ONNX Runtime in "
                 f"{args.minutes:g} min; it ends at {entry['ends_at_over_onnxruntime']:.3g}x")
         write_results(args.name, rows, minutes=args.minutes, points=args.points,
-                      hardware=args.hardware, seed=args.seed, repeats=args.repeats, cpu=cpu,
+                      hardware=args.hardware, repeats=args.repeats, cpu=cpu,
                       matches_onnxruntime=matches)
         plot(rows, RESULTS / f"{args.name}.png")
 
