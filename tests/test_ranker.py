@@ -74,6 +74,20 @@ def test_same_seed_same_model(ansor_cpu):
     assert np.array_equal(a, b)
 
 
+@pytest.mark.parametrize("backend, objective", [
+    ("lightgbm", "lambdarank"), ("xgboost", "rank:pairwise"), ("xgboost", "regression")])
+def test_float32_features_train_the_model_float64_does(ansor_cpu, backend, objective):
+    """Features are fitted as given (float32, without a float64 copy) and XGBoost trains on
+    quantile bins alone: the model is the one float64 input trains."""
+    r = ansor_cpu.records
+    assert ansor_cpu.X.dtype == np.float32
+    weight = np.random.default_rng(2).random(len(r)) + 0.5
+    models = [GBCostRanker(backend=backend, objective=objective, n_estimators=15).fit(
+        X, r["label"], groups=r["group"], sample_weight=weight)
+        for X in (ansor_cpu.X, ansor_cpu.X.astype(np.float64))]
+    assert np.array_equal(models[0].predict(ansor_cpu.X), models[1].predict(ansor_cpu.X))
+
+
 def test_rows_need_not_be_sorted_by_group(ansor_cpu):
     r = ansor_cpu.records
     perm = np.random.default_rng(1).permutation(len(r))

@@ -101,8 +101,8 @@ class GBCostRanker(BaseEstimator):
         per-row group ids, optional per-row weights; ``init_model`` continues boosting from a
         booster of the same backend (transfer)."""
         objective = self._objective()
-        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype=np.float64,
-                             y_numeric=True)
+        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan",
+                             dtype=(np.float32, np.float64), y_numeric=True)  # float32: no copy
         if not np.all(np.isfinite(y)):
             raise ValueError("y must be finite (normalised throughput of valid measurements)")
         groups = np.zeros(len(y), dtype=int) if groups is None else np.asarray(groups)
@@ -170,15 +170,15 @@ class GBCostRanker(BaseEstimator):
         import xgboost as xgb
 
         params = self.xgboost_params(objective)
-        data = xgb.DMatrix(X, label=label, weight=None)
+        group = None
         if objective != "regression":
-            data.set_group(sizes)
+            group = sizes
             if weight is not None:  # XGBoost ranking takes one weight per group
                 bounds = np.concatenate([[0], np.cumsum(sizes)])
-                data.set_weight(np.array([weight[a:b].mean() for a, b in
-                                          zip(bounds[:-1], bounds[1:])]))
-        elif weight is not None:
-            data.set_weight(weight)
+                weight = np.array([weight[a:b].mean() for a, b in zip(bounds[:-1], bounds[1:])])
+        # the histogram bins alone (a DMatrix would keep every value beside them)
+        data = xgb.QuantileDMatrix(X, label=label, weight=weight, group=group,
+                                   max_bin=params.get("max_bin", 256))
         return xgb.train(params, data, num_boost_round=self.n_estimators, xgb_model=init_model)
 
     def predict(self, X):

@@ -3,7 +3,8 @@
 ``tune`` runs MetaSchedule's task scheduler over suite tasks or a Relax network's extracted
 tasks (their weights given to it) on one hardware profile, with gbxfer's fast builder and the
 profile's runner, writes the MetaSchedule database (``gbxfer ingest`` reads it back) and returns
-the curve: after each measured batch, the trials so far, wall-clock seconds, and the best
+the curve: after each measured batch, the trials so far, wall-clock seconds since the budget
+started (after the builder and runner workers are up), and the best
 latency of every task. The budget is a number of trials or of minutes (``TimeBudgetSearch``).
 ``TimedCostModel`` wraps any cost model to time its ``update`` and ``predict`` (the cost model's
 own share of a round).
@@ -225,6 +226,7 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
         curve = CurveCallback(len(tasks), bar, out / "curve.csv")
         start = time.perf_counter()
         builder, runner = local_builder(), make_runner(profile, plan)  # seconds: workers start
+        curve.start = time.perf_counter()  # the curve's clock starts with the budget's
         if budget is not None:  # from here, once TVM's intrinsics and the workers are loaded
             budget.start()
         ms.tune_tasks(tasks=contexts, task_weights=weights, work_dir=str(out),
