@@ -88,6 +88,25 @@ def test_float32_features_train_the_model_float64_does(ansor_cpu, backend, objec
     assert np.array_equal(models[0].predict(ansor_cpu.X), models[1].predict(ansor_cpu.X))
 
 
+def test_boosting_on_from_a_prior_scores_the_values_not_their_bins():
+    """Continued boosting scores the new rows with the prior's trees on their values: the
+    model xgb.train makes on a DMatrix (on a QuantileDMatrix the prior's trees would see each
+    bin's lower bound once a feature has more values than bins)."""
+    import xgboost as xgb
+    rng = np.random.default_rng(0)
+    X = rng.random((2000, 2))
+    y = (1 + np.sin(6 * X[:, 0]) * X[:, 1]) / 2
+    prior = GBCostRanker(backend="xgboost", objective="regression", n_estimators=30).fit(
+        X[:1000], y[:1000])
+    X2, y2 = X[1000:], y[1000:]
+    model = GBCostRanker(backend="xgboost", objective="regression", n_estimators=5).fit(
+        X2, y2, init_model=prior.booster_)
+    order = np.argsort(-y2, kind="stable")  # fit's canonical row order (one group)
+    reference = xgb.train(model.xgboost_params("regression"),
+                          xgb.DMatrix(X2[order], label=y2[order]), 5, xgb_model=prior.booster_)
+    assert np.allclose(model.predict(X2), reference.predict(xgb.DMatrix(X2)), atol=1e-6)
+
+
 def test_rows_need_not_be_sorted_by_group(ansor_cpu):
     r = ansor_cpu.records
     perm = np.random.default_rng(1).permutation(len(r))

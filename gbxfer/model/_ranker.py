@@ -102,7 +102,7 @@ class GBCostRanker(BaseEstimator):
         booster of the same backend (transfer)."""
         objective = self._objective()
         X, y = validate_data(self, X, y, ensure_all_finite="allow-nan",
-                             dtype=(np.float32, np.float64), y_numeric=True)  # float32: no copy
+                             dtype=(np.float32, np.float64), y_numeric=True)  # float32 stays float32
         if not np.all(np.isfinite(y)):
             raise ValueError("y must be finite (normalised throughput of valid measurements)")
         groups = np.zeros(len(y), dtype=int) if groups is None else np.asarray(groups)
@@ -176,9 +176,11 @@ class GBCostRanker(BaseEstimator):
             if weight is not None:  # XGBoost ranking takes one weight per group
                 bounds = np.concatenate([[0], np.cumsum(sizes)])
                 weight = np.array([weight[a:b].mean() for a, b in zip(bounds[:-1], bounds[1:])])
-        # the histogram bins alone (a DMatrix would keep every value beside them)
-        data = xgb.QuantileDMatrix(X, label=label, weight=weight, group=group,
-                                   max_bin=params.get("max_bin", 256))
+        if init_model is None:  # the histogram bins alone (a DMatrix keeps every value too)
+            data = xgb.QuantileDMatrix(X, label=label, weight=weight, group=group,
+                                       max_bin=params.get("max_bin", 256), nthread=self.n_jobs)
+        else:  # the prior's trees must see the values, not their bins' lower bounds
+            data = xgb.DMatrix(X, label=label, weight=weight, group=group, nthread=self.n_jobs)
         return xgb.train(params, data, num_boost_round=self.n_estimators, xgb_model=init_model)
 
     def predict(self, X):
