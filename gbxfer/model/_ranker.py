@@ -102,7 +102,7 @@ class GBCostRanker(BaseEstimator):
         booster of the same backend (transfer)."""
         objective = self._objective()
         X, y = validate_data(self, X, y, ensure_all_finite="allow-nan",
-                             dtype=(np.float32, np.float64), y_numeric=True)  # float32 stays float32
+                             dtype=(np.float32, np.float64), y_numeric=True)  # no float64 copy
         if not np.all(np.isfinite(y)):
             raise ValueError("y must be finite (normalised throughput of valid measurements)")
         groups = np.zeros(len(y), dtype=int) if groups is None else np.asarray(groups)
