@@ -1,7 +1,7 @@
 """ONNX models tuned by gbxfer and by TVM's XGBModel, against ONNX Runtime on the same machine.
 
     python scripts/bench_onnx.py [--models resnet50,bert] [--minutes 60] [--points 15,30,60]
-                                 [--hardware x86-avx2-1t] [--seed 0] [--repeats 15]
+                                 --hardware PROFILE [--seed 0] [--repeats 15]
                                  [--work DIR] [--bert-layers 12] [--name bench_onnx]
 
 Builds two real architectures as ONNX graphs in code, with seeded random weights (latency does
@@ -11,7 +11,7 @@ GELU, LayerNormalization; batch 1, sequence 128; hidden states in). Tunes each o
 (give this machine's native ISA at 1 thread, e.g. spr-avx512-1t) for --minutes with ``gbxfer
 tune --onnx`` and the gbxfer cost model (the pretrained model, online updates), and with
 ``--cost-model xgb`` (TVM's XGBModel): one run each, saved under --work as it finishes (a
-rerun skips finished runs; a work folder resumes only on the CPU model and profile that began
+rerun skips finished runs and timings; a work folder resumes only on the CPU model and profile that began
 it). Each run's database as it was at each of --points minutes by the tuning curve's clock
 (the last point: the shorter run's end, as both overrun the budget by their last batch) is
 compiled to a library named by its trial count. Then, in one process per thread count (1 and
@@ -242,17 +242,24 @@ def build_points(model_path: Path, runs: dict, args, work: Path) -> list[dict]:
 def time_builds(model_path: Path, builds: list[dict], threads: int, args) -> dict:
     """In a fresh process with TVM_NUM_THREADS = ``threads``: each library's outputs checked
     against ONNX Runtime's, and seconds per inference of ONNX Runtime and of every library in
-    ``args.repeats`` interleaved rounds."""
+    ``args.repeats`` interleaved rounds. Kept in ``timed-<threads>t.json`` beside the model,
+    so that a rerun killed during the next thread count resumes there."""
     env = {**os.environ, "TVM_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads)}
     libraries = list(dict.fromkeys(b["library"] for b in builds))
-    result = subprocess.run(
-        [sys.executable, __file__, "--time-worker", json.dumps(
-            {"model": str(model_path), "libraries": libraries, "threads": threads,
-             "repeats": args.repeats, "seed": args.seed})],
-        env=env, check=False, capture_output=True, text=True)
+    spec = {"model": str(model_path), "libraries": libraries, "threads": threads,
+            "repeats": args.repeats, "seed": args.seed}
+    kept = model_path.parent / f"timed-{threads}t.json"
+    if kept.exists() and json.loads(kept.read_text())["spec"] == spec:
+        return json.loads(kept.read_text())["timed"]
+    result = subprocess.run([sys.executable, __file__, "--time-worker", json.dumps(spec)],
+                            env=env, check=False, capture_output=True, text=True)
     if result.returncode != 0:
         raise SystemExit(f"timing at {threads} threads failed:\n{result.stderr[-3000:]}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    timed = json.loads(result.stdout.strip().splitlines()[-1])
+    partial = kept.with_suffix(".partial")
+    partial.write_text(json.dumps({"spec": spec, "timed": timed}) + "\n")
+    partial.replace(kept)
+    return timed
 
 
 def time_worker(spec: dict) -> None:
@@ -367,14 +374,16 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=60.0)
     parser.add_argument("--points", default="15,30,60",
                         type=lambda s: [float(x) for x in s.split(",")])
-    parser.add_argument("--hardware", default="x86-avx2-1t")
+    parser.add_argument("--hardware", required=True,
+                        help="a 1-thread profile of this machine's native ISA, e.g. "
+                             "spr-avx512-1t (gbxfer hardware list)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--bert-layers", type=int, default=12)
     parser.add_argument("--work", type=Path, default=RESULTS / "bench_onnx")
     parser.add_argument("--name", default="bench_onnx")
     args = parser.parse_args()
-    args.points = [p for p in args.points if p <= args.minutes] or [args.minutes]
+    args.points = sorted(p for p in args.points if p <= args.minutes) or [args.minutes]
     import onnx
 
     cpu = cpu_model()

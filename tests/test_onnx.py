@@ -154,6 +154,33 @@ def test_attention_block_tuned_for_minutes_matches_onnxruntime(tmp_path, profile
     assert tvm.runtime.load_module(str(out / "module.so")) is not None
 
 
+def test_onnx_model_tuned_with_the_gbxfer_cost_model(tmp_path, profile):
+    """The default cost model, the pretrained gbxfer model, guides the search."""
+    from gbxfer.cli import main
+
+    model = attention_block(tmp_path / "attention.onnx")
+    out = tmp_path / "run"
+    tiny = [a for a in TINY if a not in ("--cost-model", "random")]
+    assert main(["tune", "--onnx", str(model), "--hardware", str(profile), "--trials", "16",
+                 *tiny, "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["cost_model"] == "gbxfer" and summary["outputs_match"]
+    assert summary["cost_model_seconds"]["predict"] > 0 and summary["trials"] >= 16
+
+
+def test_shape_known_only_at_run_time_is_refused_before_anything_is_written(tmp_path, profile,
+                                                                            capsys):
+    value = helper.make_tensor_value_info
+    nodes = [helper.make_node("NonZero", ["x"], ["where"]),
+             helper.make_node("Cast", ["where"], ["y"], to=TensorProto.FLOAT)]
+    model = _save(tmp_path / "nonzero.onnx", nodes, [value("x", TensorProto.FLOAT, [1, 4])],
+                  [value("y", TensorProto.FLOAT, [2, "n"])])
+    line = run_error(["tune", "--onnx", str(model), "--hardware", str(profile), "--trials", "8",
+                      "--out", str(tmp_path / "run"), "-q"], capsys)
+    assert "nonzero.onnx" in line and "known only at run time" in line
+    assert not (tmp_path / "run").exists()
+
+
 def test_dynamic_dimension_is_refused_before_anything_is_written(tmp_path, profile, capsys):
     model = residual_block(tmp_path / "dynamic.onnx", batch="batch")
     line = run_error(["tune", "--onnx", str(model), "--hardware", str(profile),
@@ -178,6 +205,7 @@ def test_input_shape_that_contradicts_a_static_dimension_is_refused(tmp_path, pr
                       "--hardware", str(profile), "--trials", "8",
                       "--out", str(tmp_path / "run"), "-q"], capsys)
     assert "x=1,3,16,16" in line and "[N, 8, 16, 16]" in line
+    assert not (tmp_path / "run").exists()
 
 
 def test_input_shape_without_onnx_is_refused(tmp_path, profile, capsys):

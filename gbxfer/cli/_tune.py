@@ -172,7 +172,7 @@ def run(args) -> int:
     os.environ["TVM_NUM_THREADS"] = str(profile.threads)
     weights = None  # the tasks' own: the suite's, or occurrences in the network
     if args.relax or args.onnx:
-        from ..tvm._networks import extract_tasks, load_network, prepare
+        from ..tvm._networks import extract_tasks, load_network, prepare, symbolic_tasks
 
         import tvm
 
@@ -193,6 +193,12 @@ def run(args) -> int:
         if not tasks:  # before OUT is written: MetaSchedule refuses to tune nothing
             raise GbxferError(f"{network_source} {args.onnx or args.relax}: the network has no "
                               "kernels to tune (it computes nothing, or only constants)")
+        dynamic = symbolic_tasks(tasks)
+        if dynamic:  # MetaSchedule would fail on them once OUT is written
+            raise GbxferError(f"{network_source} {args.onnx or args.relax}: kernel "
+                              f"{', '.join(dynamic[:3])}{' ...' if len(dynamic) > 3 else ''} "
+                              "has a shape known only at run time (a data-dependent operator "
+                              "such as NonZero); MetaSchedule tunes fixed shapes only")
     else:
         suite = load_suite(find_config("workloads", args.suite))
         if args.tasks:

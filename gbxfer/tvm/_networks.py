@@ -105,6 +105,20 @@ def extract_tasks(mod, target):
     return list(ms.relax_integration.extract_tasks(mod, target))
 
 
+def symbolic_tasks(tasks) -> list[str]:
+    """The names of the tasks whose kernels have a buffer dimension known only at run time
+    (a data-dependent shape, e.g. after NonZero): MetaSchedule measures fixed shapes only."""
+    from tvm import tirx
+
+    def symbolic(task) -> bool:
+        functions = [f for mod in task.dispatched for f in mod.functions.values()
+                     if isinstance(f, tirx.PrimFunc)]
+        return any(not isinstance(dim, tirx.IntImm) for f in functions
+                   for p in f.params for dim in getattr(p.ty, "shape", ()) or ())
+
+    return [task.task_name for task in tasks if symbolic(task)]
+
+
 def database_prefix(folder, n: int):
     """The first ``n`` tuning records of a JSON database folder that ``tune`` wrote (one line
     per measured program, in the order measured), as an in-memory database: the database as it
