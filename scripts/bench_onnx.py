@@ -10,22 +10,23 @@ the convolutions' bias) and a BERT-base encoder (12 layers, hidden 768, 12 heads
 GELU, LayerNormalization; batch 1, sequence 128; hidden states in). Tunes each on --hardware
 (give this machine's native ISA at 1 thread, e.g. spr-avx512-1t) for --minutes with ``gbxfer
 tune --onnx`` and the gbxfer cost model (the pretrained model, online updates), and with
-``--cost-model xgb`` (TVM's XGBModel): one run each, saved under --work as it finishes (a
-rerun skips finished runs and timings; a work folder resumes only on the CPU model and profile that began
-it). Each run's database as it was at each of --points minutes by the tuning curve's clock
-(the last point: the shorter run's end, as both overrun the budget by their last batch) is
-compiled to a library named by its trial count. Then, in one process per thread count (1 and
+``--cost-model xgb`` (TVM's XGBModel): one run each, saved under --work as it finishes (a rerun
+skips finished runs and timings; a work folder resumes only on the CPU model and profile that
+began it). Each run's database as it was at each of --points minutes by the tuning curve's
+clock (the last point: the shorter run's end, as both overrun the budget by their last batch)
+is compiled to a library named by its trial count. Then, in one process per thread count (1 and
 2), every library's outputs are checked against ONNX Runtime's on seeded random inputs (the
-largest absolute difference, the output's scale, within tolerance as ``gbxfer tune``
-states it), and ONNX Runtime (defaults except intra-op threads = the count, inter-op 1),
-TVM untuned and every library are timed in --repeats rounds, each timing every build once
-(mean over >= 0.5 s) in a seeded shuffled order; gbxfer's latency over XGBModel's is the
-median of the per-round ratios, as is each build's over ONNX Runtime's. Reported too: the
-first point at which gbxfer's build is as fast as ONNX Runtime, or its ratio at the end.
-Every row records the CPU model (name, family, model, stepping). Run on an idle machine.
-Results: scripts/results/<name>.{json,csv,png}, written after each model, hold every model and
-seed timed in --work on this machine and profile (``rows.json`` of each work folder); the
-libraries and runs under --work.
+largest absolute difference, the output's scale, within tolerance as ``gbxfer tune`` states
+it); ONNX Runtime (defaults except intra-op threads = the count, inter-op 1) and every tuned
+library are timed in --repeats rounds, each timing every build once (mean over >= 0.5 s) in a
+seeded shuffled order, TVM untuned in the first round only (two orders of magnitude slower; its
+ratio is the median of those to each round's ONNX Runtime). gbxfer's latency over XGBModel's is
+the median of the per-round ratios, as is each build's over ONNX Runtime's. Reported too: the
+first point at which gbxfer's build is as fast as ONNX Runtime, or its ratio at the end. Every
+row records the CPU model (name, family, model, stepping). Run on an idle machine. Results:
+scripts/results/<name>.{json,csv,png}, written after each model, hold every model and seed
+timed in --work on this machine and profile (``rows.json`` of each work folder); the libraries
+and runs under --work.
 """
 from __future__ import annotations
 
@@ -247,7 +248,7 @@ def time_builds(model_path: Path, builds: list[dict], threads: int, args) -> dic
     env = {**os.environ, "TVM_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads)}
     libraries = list(dict.fromkeys(b["library"] for b in builds))
     spec = {"model": str(model_path), "libraries": libraries, "threads": threads,
-            "repeats": args.repeats, "seed": args.seed}
+            "repeats": args.repeats, "seed": args.seed, "untuned_rounds": 1}
     kept = model_path.parent / f"timed-{threads}t.json"
     if kept.exists() and json.loads(kept.read_text())["spec"] == spec:
         return json.loads(kept.read_text())["timed"]
@@ -264,7 +265,8 @@ def time_builds(model_path: Path, builds: list[dict], threads: int, args) -> dic
 
 def time_worker(spec: dict) -> None:
     """Every round times ONNX Runtime and each library once, in an order shuffled per round
-    (seeded), so that no build always runs just after another."""
+    (seeded), so that no build always runs just after another; the untuned library, two
+    orders of magnitude slower (a minute per BERT inference), only in the first round."""
     import onnx
     import tvm
 
@@ -291,8 +293,11 @@ def time_worker(spec: dict) -> None:
                         "within_tolerance": all(o["within_tolerance"] for o in outputs.values())}
     seconds = {"onnxruntime": [], **{path: [] for path in libraries}}
     rng = np.random.default_rng(spec["seed"])
-    for _ in range(spec["repeats"]):
+    for round_ in range(spec["repeats"]):
         for key in rng.permutation(list(seconds)):
+            if round_ >= spec.get("untuned_rounds", spec["repeats"]) and \
+                    Path(key).name.startswith("untuned-"):
+                continue
             seconds[key] += time_onnxruntime(session, feeds, repeat=1, min_repeat_ms=500) \
                 if key == "onnxruntime" else time_network(libraries[key], arrays, repeat=1,
                                                           min_repeat_ms=500)
