@@ -31,6 +31,7 @@ and runs under --work.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -224,11 +225,11 @@ def build_points(model_path: Path, runs: dict, args, work: Path) -> list[dict]:
     scheduled = json.loads(index.read_text()) if index.exists() else {}
     network, target, builds = None, tvm.target.Target(load_profile(args.hardware).target), []
     for method, minutes, trials in wanted:
-        path = work / f"{method}-{trials}t.so"
+        path = work / f"{method if trials else 'untuned'}-{trials}t.so"  # 0 trials: untuned
         if not path.exists() or path.name not in scheduled:
             if network is None:
                 network = load_onnx(model_path)
-            database = ms.database.MemoryDatabase() if method == "untuned" else \
+            database = ms.database.MemoryDatabase() if not trials else \
                 database_prefix(runs[method] / "metaschedule", trials)
             scheduled[path.name] = "{}/{}".format(*scheduled_functions(network.mod, database,
                                                                        target))
@@ -249,16 +250,20 @@ def time_builds(model_path: Path, builds: list[dict], threads: int, args) -> dic
     libraries = list(dict.fromkeys(b["library"] for b in builds))
     spec = {"model": str(model_path), "libraries": libraries, "threads": threads,
             "repeats": args.repeats, "seed": args.seed, "untuned_rounds": 1}
+    # kept for these very files: names (the folder may move), sizes and modification times
+    identity = {**spec, "model": model_path.name, "libraries": [
+        [Path(p).name, Path(p).stat().st_size, Path(p).stat().st_mtime_ns] for p in libraries]}
     kept = model_path.parent / f"timed-{threads}t.json"
-    if kept.exists() and json.loads(kept.read_text())["spec"] == spec:
-        return json.loads(kept.read_text())["timed"]
+    if kept.exists() and (saved := json.loads(kept.read_text()))["spec"] == identity:
+        return saved["timed"]
     result = subprocess.run([sys.executable, __file__, "--time-worker", json.dumps(spec)],
                             env=env, check=False, capture_output=True, text=True)
     if result.returncode != 0:
         raise SystemExit(f"timing at {threads} threads failed:\n{result.stderr[-3000:]}")
-    timed = json.loads(result.stdout.strip().splitlines()[-1])
+    timed = {part: {Path(k).name: v for k, v in values.items()}  # by library name
+             for part, values in json.loads(result.stdout.strip().splitlines()[-1]).items()}
     partial = kept.with_suffix(".partial")
-    partial.write_text(json.dumps({"spec": spec, "timed": timed}) + "\n")
+    partial.write_text(json.dumps({"spec": identity, "timed": timed}) + "\n")
     partial.replace(kept)
     return timed
 
@@ -291,17 +296,25 @@ def time_worker(spec: dict) -> None:
                                             key=lambda d: np.inf if d is None else d),
                         "scale": max(o["scale"] or 0.0 for o in outputs.values()),
                         "within_tolerance": all(o["within_tolerance"] for o in outputs.values())}
-    seconds = {"onnxruntime": [], **{path: [] for path in libraries}}
-    rng = np.random.default_rng(spec["seed"])
-    for round_ in range(spec["repeats"]):
-        for key in rng.permutation(list(seconds)):
-            if round_ >= spec.get("untuned_rounds", spec["repeats"]) and \
-                    Path(key).name.startswith("untuned-"):
-                continue
-            seconds[key] += time_onnxruntime(session, feeds, repeat=1, min_repeat_ms=500) \
-                if key == "onnxruntime" else time_network(libraries[key], arrays, repeat=1,
-                                                          min_repeat_ms=500)
+    timers = {"onnxruntime": lambda: time_onnxruntime(session, feeds, repeat=1,
+                                                      min_repeat_ms=500),
+              **{path: functools.partial(time_network, library, arrays, repeat=1,
+                                         min_repeat_ms=500) for path, library in
+                 libraries.items()}}
+    seconds = interleaved(timers, spec["repeats"], spec["seed"], first_round_only=[
+        path for path in libraries if Path(path).name.startswith("untuned-")])
     print(json.dumps({"seconds": seconds, "checks": checks}))
+
+
+def interleaved(timers: dict, rounds: int, seed: int, first_round_only=()) -> dict:
+    """``{key: seconds}``: every round calls each timer (which returns a list of seconds) once,
+    in an order shuffled per round (seeded); those in ``first_round_only`` in round one only."""
+    seconds, rng = {key: [] for key in timers}, np.random.default_rng(seed)
+    for round_ in range(rounds):
+        for key in rng.permutation(list(timers)):
+            if not (round_ and key in first_round_only):
+                seconds[key] += timers[key]()
+    return seconds
 
 
 # ---------------------------------------------------------------- report
@@ -312,7 +325,9 @@ def report(model: str, builds, timed: dict, threads: int, cpu: str) -> list[dict
     rows = [{"model": model, "threads": threads, "method": "ONNX Runtime", "minutes": 0,
              "trials": 0, "latency_ms": 1e3 * float(np.median(ort)),
              "over_onnxruntime": 1.0, "cpu": cpu}]
-    by = {(b["method"], b["minutes"]): np.asarray(seconds[b["library"]]) for b in builds}
+    # the untuned library has one round: its ratios are to every round's ONNX Runtime
+    by = {(b["method"], b["minutes"]): np.asarray(seconds[Path(b["library"]).name])
+          for b in builds}
     for b in builds:
         s = by[b["method"], b["minutes"]]
         row = {"model": model, "threads": threads,
@@ -320,7 +335,7 @@ def report(model: str, builds, timed: dict, threads: int, cpu: str) -> list[dict
                "trials": b["trials"], "scheduled": b["scheduled"],
                "latency_ms": 1e3 * float(np.median(s)),
                "over_onnxruntime": float(np.median(s / ort)), "cpu": cpu,
-               **checks[b["library"]]}
+               **checks[Path(b["library"]).name]}
         if b["method"] == "gbxfer" and ("xgb", b["minutes"]) in by:
             row["over_xgbmodel"] = float(np.median(s / by["xgb", b["minutes"]]))
         rows.append(row)

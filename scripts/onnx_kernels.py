@@ -1,57 +1,63 @@
-"""Where a tuned ONNX network's latency goes: each task's best kernel timed alone, with warm
-caches (as MetaSchedule's runner measured it in tuning) and with the CPU caches flushed before
-every run, against the whole network, in one process.
+"""Where a tuned ONNX network's latency goes: each task's kernel timed alone, with warm caches
+and with the CPU caches flushed before every run, against the whole network, in one process.
 
     python scripts/onnx_kernels.py --work scripts/results/bench_onnx/bert-seed0
                                    [--methods gbxfer,xgb] [--threads 1] [--repeats 30]
-                                   [--rerank 32] [--name onnx_kernels_bert-seed0]
+                                   [--rounds 10] [--rerank 16] [--name NAME]
 
 --work is a run folder of ``scripts/bench_onnx.py`` (the ONNX model, ``machine.json``, one
-tuned run per method and the libraries built from them). For each method, the library of its
-last point (the most trials) is the network; each of the network's tasks is compiled alone
-from the method's best record in its database and timed ``--repeats`` times with warm caches
-(each run the mean over >= 20 ms) and cold (``cache_flush_cpu_non_first_arg``: every argument
-but the first, i.e. the weights and the output, flushed before each single run). The sums are
-weighted by the tasks' occurrences; what the network takes beyond the warm sum is spent
-outside the tuned kernels as MetaSchedule measured them (cold weights, the virtual machine,
-memory planning). With ``--rerank K``, each task's K fastest records (warm, as tuned) are
-timed again cold and the network is compiled with the fastest cold one of every task
-(``<method>-rerank<K>.so``); both networks, the tuned and the re-ranked, are then timed in
---repeats interleaved rounds, and the re-ranked one's latency over the tuned one's is the median
-of the per-round ratios: whether picking kernels by cold timings makes the network faster.
-Run on an idle machine, like ``bench_onnx``.
-Results: scripts/results/<name>.{json,csv}.
+tuned run per method and the libraries built from them), on the machine that made it. For
+each method, the library of its last point (the most trials) is the network, and the tuning
+records it was built from (that many of the run's first) are the database: each task's best
+record is compiled alone and timed --repeats times warm (each run the mean over >= 40 ms, as
+tuning's runner measures it when --threads is the profile's) and cold
+(``cache_flush_cpu_non_first_arg``: every argument but the first flushed before each single
+run; for a dense layer, its weights and output). A task without a record is timed as the
+network runs it, unscheduled. The sums are weighted by the tasks' occurrences; what the network
+takes beyond the warm sum is spent outside the kernels as tuning timed them (cold weights, the
+virtual machine). With ``--rerank K``, each task's K fastest records are timed again cold and
+the network compiled with the fastest cold one of every task (``<method>-rerank<K>.so``); the
+tuned and the re-ranked networks are timed in --rounds interleaved rounds, and the re-ranked
+one's latency over the tuned one's is the median of the per-round ratios: whether picking
+kernels by cold timings makes the network faster. Run on an idle machine.
+Results: scripts/results/<name>.{json,csv} (name: onnx_kernels_<work folder>).
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 from pathlib import Path
 
 import numpy as np
 from _results import print_table, write_results
+from bench_onnx import cpu_model, interleaved, same_machine
 
 
-def kernel_seconds(schedule, target, repeats: int, rng, warm: bool = True) -> dict:
-    """A scheduled kernel compiled alone: median seconds warm and cold."""
+def kernel_seconds(schedule, target, repeats: int, rng, with_warm: bool = True) -> dict:
+    """A kernel compiled alone: median seconds warm (NaN unless ``with_warm``) and cold."""
     import tvm
 
-    if schedule is None:
-        return {"warm": np.nan, "cold": np.nan}
     function = tvm.tirx.build(schedule.mod, target=target)
     device = tvm.cpu()
-    primfunc = next(iter(schedule.mod.functions.values()))
+    (gvar, primfunc), = schedule.mod.functions.items()
     args = [tvm.runtime.tensor(rng.random([int(d) for d in p.ty.shape]).astype(
         str(p.ty.dtype)), device) for p in primfunc.params]
-    name = next(iter(schedule.mod.functions.keys())).name_hint
-    cold = function.time_evaluator(name, device, number=1, repeat=repeats,
+    cold = function.time_evaluator(gvar.name_hint, device, number=1, repeat=repeats,
                                    f_preproc="cache_flush_cpu_non_first_arg")
-    if not warm:
-        return {"warm": np.nan, "cold": float(np.median(cold(*args).results))}
-    warm = function.time_evaluator(name, device, number=1, repeat=repeats, min_repeat_ms=20)
-    return {"warm": float(np.median(warm(*args).results)),
+    warm = function.time_evaluator(gvar.name_hint, device, number=1, repeat=repeats,
+                                   min_repeat_ms=40)
+    return {"warm": float(np.median(warm(*args).results)) if with_warm else np.nan,
             "cold": float(np.median(cold(*args).results))}
+
+
+def best_schedule(task, database, target):
+    """The task's best record applied, or (None) the task unscheduled, as the network runs it."""
+    from tvm.s_tir.schedule import Schedule
+
+    schedule = database.query_schedule(task.dispatched[0], target, task.task_name)
+    return (schedule, True) if schedule is not None else (Schedule(task.dispatched[0]), False)
 
 
 def reranked(tasks, database, target, k: int, repeats: int, rng):
@@ -70,27 +76,13 @@ def reranked(tasks, database, target, k: int, repeats: int, rng):
         for record in records:
             schedule = Schedule(mod)
             record.trace.apply_to_schedule(schedule, remove_postproc=False)
-            cold.append(kernel_seconds(schedule, target, repeats, rng, warm=False)["cold"])
-        best = int(np.nanargmin(cold))
+            cold.append(kernel_seconds(schedule, target, repeats, rng, with_warm=False)["cold"])
+        best = int(np.argmin(cold))
         ranks[task.task_name] = best
         picked.commit_tuning_record(ms.database.TuningRecord(
             records[best].trace, picked.commit_workload(mod), [cold[best]], target,
             records[best].args_info))
     return picked, ranks
-
-
-def paired(libraries: dict, inputs, repeats: int, seed: int) -> dict:
-    """Seconds per inference of each library in ``repeats`` rounds, in a shuffled order."""
-    import tvm
-
-    from gbxfer.tvm._networks import time_network
-
-    loaded = {key: tvm.runtime.load_module(str(path)) for key, path in libraries.items()}
-    seconds, order = {key: [] for key in loaded}, np.random.default_rng(seed)
-    for _ in range(repeats):
-        for key in order.permutation(list(loaded)):
-            seconds[key] += time_network(loaded[key], inputs, repeat=1, min_repeat_ms=500)
-    return {key: np.asarray(s) for key, s in seconds.items()}
 
 
 def main() -> None:
@@ -99,18 +91,20 @@ def main() -> None:
     parser.add_argument("--methods", default="gbxfer,xgb")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--rerank", type=int, default=0, metavar="K")
     parser.add_argument("--name")
     args = parser.parse_args()
     os.environ["TVM_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    machine = json.loads((args.work / "machine.json").read_text())
+    same_machine(args.work / "machine.json", cpu_model(), machine["hardware"])
     import tvm
-    from tvm.s_tir import meta_schedule as ms
 
     from gbxfer.hardware import load_profile
-    from gbxfer.tvm._networks import compile_network, extract_tasks, network_inputs, prepare
+    from gbxfer.tvm._networks import compile_network, database_prefix, extract_tasks, \
+        network_inputs, prepare, time_network
     from gbxfer.tvm._onnx import export_module, load_onnx
 
-    machine = json.loads((args.work / "machine.json").read_text())
     target = tvm.target.Target(load_profile(machine["hardware"]).target)
     network = load_onnx(next(args.work.glob("*.onnx"))).mod
     tasks = extract_tasks(prepare(network), target)
@@ -118,51 +112,56 @@ def main() -> None:
     rng = np.random.default_rng(0)
     rows, totals, reranks = [], [], []
     for method in args.methods.split(","):
-        folder = args.work / method / "metaschedule"
-        database = ms.database.JSONDatabase(
-            path_workload=str(folder / "database_workload.json"),
-            path_tuning_record=str(folder / "database_tuning_record.json"))
-        library = max(args.work.glob(f"{method}-*t.so"),
-                      key=lambda p: int(p.stem.split("-")[-1][:-1]))
-        libraries = {"tuned": library}
+        points = {int(p.stem.rpartition("-")[2][:-1]): p for p in args.work.glob(f"{method}-*t.so")
+                  if p.stem.rpartition("-")[2][:-1].isdigit()}
+        if not points:
+            raise SystemExit(f"{args.work}: no {method}-<trials>t.so library; run "
+                             "scripts/bench_onnx.py first")
+        trials = max(points)
+        database = database_prefix(args.work / method / "metaschedule", trials)
+        libraries = {"tuned": points[trials]}
         if args.rerank:
             picked, ranks = reranked(tasks, database, target, args.rerank, args.repeats, rng)
             libraries["reranked"] = args.work / f"{method}-rerank{args.rerank}.so"
             export_module(compile_network(network, picked, target), libraries["reranked"])
-        network_s = paired(libraries, inputs, args.repeats // 3 or 1, seed=0)
+        loaded = {key: tvm.runtime.load_module(str(path)) for key, path in libraries.items()}
+        seconds = {key: np.asarray(s) for key, s in interleaved(
+            {key: functools.partial(time_network, module, inputs, repeat=1, min_repeat_ms=500)
+             for key, module in loaded.items()}, args.rounds, seed=0).items()}
         if args.rerank:
             reranks.append({"method": method, "k": args.rerank,
-                            "tuned_ms": 1e3 * float(np.median(network_s["tuned"])),
-                            "reranked_ms": 1e3 * float(np.median(network_s["reranked"])),
+                            "tuned_ms": 1e3 * float(np.median(seconds["tuned"])),
+                            "reranked_ms": 1e3 * float(np.median(seconds["reranked"])),
                             "reranked_over_tuned": float(np.median(
-                                network_s["reranked"] / network_s["tuned"])),
+                                seconds["reranked"] / seconds["tuned"])),
                             "tasks_changed": sum(r > 0 for r in ranks.values()),
                             "ranks": ranks})
-        network_s = float(np.median(network_s["tuned"]))
+        network_ms = 1e3 * float(np.median(seconds["tuned"]))
         part = []
         for task in tasks:
-            schedule = database.query_schedule(task.dispatched[0], target, task.task_name)
-            seconds = kernel_seconds(schedule, target, args.repeats, rng)
+            schedule, scheduled = best_schedule(task, database, target)
+            timed = kernel_seconds(schedule, target, args.repeats, rng)
             part.append({"method": method, "task": task.task_name, "weight": task.weight,
-                         "warm_ms": seconds["warm"] * 1e3, "cold_ms": seconds["cold"] * 1e3,
-                         "cold_over_warm": seconds["cold"] / seconds["warm"]})
+                         "scheduled": scheduled, "warm_ms": timed["warm"] * 1e3,
+                         "cold_ms": timed["cold"] * 1e3,
+                         "cold_over_warm": timed["cold"] / timed["warm"]})
         part.sort(key=lambda r: -r["weight"] * r["cold_ms"])
         rows += part
         warm = sum(r["weight"] * r["warm_ms"] for r in part)
         cold = sum(r["weight"] * r["cold_ms"] for r in part)
-        totals.append({"method": method, "library": library.name,
-                       "network_ms": network_s * 1e3, "kernels_warm_ms": warm,
-                       "kernels_cold_ms": cold, "outside_warm_kernels_ms": network_s * 1e3 - warm,
-                       "warm_share": warm / (network_s * 1e3),
-                       "cold_share": cold / (network_s * 1e3)})
-    print_table(rows, ["method", "task", "weight", "warm_ms", "cold_ms", "cold_over_warm"])
+        totals.append({"method": method, "library": points[trials].name,
+                       "network_ms": network_ms, "kernels_warm_ms": warm,
+                       "kernels_cold_ms": cold, "outside_warm_kernels_ms": network_ms - warm,
+                       "warm_share": warm / network_ms, "cold_share": cold / network_ms})
+    print_table(rows, ["method", "task", "weight", "scheduled", "warm_ms", "cold_ms",
+                       "cold_over_warm"])
     print_table(totals, list(totals[0]))
     if reranks:
         print_table(reranks, [c for c in reranks[0] if c != "ranks"])
     write_results(args.name or f"onnx_kernels_{args.work.name}", rows, totals=totals,
-                  reranks=reranks,
-                  work=str(args.work), threads=args.threads, repeats=args.repeats,
-                  cpu=machine["cpu"], hardware=machine["hardware"])
+                  reranks=reranks, work=str(args.work), threads=args.threads,
+                  repeats=args.repeats, rounds=args.rounds, cpu=cpu_model(),
+                  hardware=machine["hardware"])
 
 
 if __name__ == "__main__":
