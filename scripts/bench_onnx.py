@@ -260,8 +260,7 @@ def time_builds(model_path: Path, builds: list[dict], threads: int, args) -> dic
                             env=env, check=False, capture_output=True, text=True)
     if result.returncode != 0:
         raise SystemExit(f"timing at {threads} threads failed:\n{result.stderr[-3000:]}")
-    timed = {part: {Path(k).name: v for k, v in values.items()}  # by library name
-             for part, values in json.loads(result.stdout.strip().splitlines()[-1]).items()}
+    timed = json.loads(result.stdout.strip().splitlines()[-1])
     partial = kept.with_suffix(".partial")
     partial.write_text(json.dumps({"spec": identity, "timed": timed}) + "\n")
     partial.replace(kept)
@@ -285,24 +284,24 @@ def time_worker(spec: dict) -> None:
                        np.dtype(np.float32)) for i in graph.input if i.name not in weights}
     feeds = random_inputs(OnnxNetwork(Path(spec["model"]), inputs, [], None))
     session = onnxruntime_session(spec["model"], spec["threads"])
-    names = [o.name for o in session.get_outputs()]
-    expected = session.run(names, feeds)
+    output_names = [o.name for o in session.get_outputs()]
+    expected = session.run(output_names, feeds)
     arrays = list(feeds.values())
-    libraries = {path: tvm.runtime.load_module(path) for path in spec["libraries"]}
+    libraries = {Path(path).name: tvm.runtime.load_module(path) for path in spec["libraries"]}
     checks = {}
-    for path, library in libraries.items():
-        outputs = compare_outputs(names, run_executable(library, arrays), expected)
-        checks[path] = {"max_abs_diff": max((o["max_abs_diff"] for o in outputs.values()),
+    for name, library in libraries.items():
+        outputs = compare_outputs(output_names, run_executable(library, arrays), expected)
+        checks[name] = {"max_abs_diff": max((o["max_abs_diff"] for o in outputs.values()),
                                             key=lambda d: np.inf if d is None else d),
                         "scale": max(o["scale"] or 0.0 for o in outputs.values()),
                         "within_tolerance": all(o["within_tolerance"] for o in outputs.values())}
     timers = {"onnxruntime": lambda: time_onnxruntime(session, feeds, repeat=1,
                                                       min_repeat_ms=500),
-              **{path: functools.partial(time_network, library, arrays, repeat=1,
-                                         min_repeat_ms=500) for path, library in
+              **{name: functools.partial(time_network, library, arrays, repeat=1,
+                                         min_repeat_ms=500) for name, library in
                  libraries.items()}}
     seconds = interleaved(timers, spec["repeats"], spec["seed"], first_round_only=[
-        path for path in libraries if Path(path).name.startswith("untuned-")])
+        name for name in libraries if name.startswith("untuned-")])
     print(json.dumps({"seconds": seconds, "checks": checks}))
 
 

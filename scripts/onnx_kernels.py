@@ -28,6 +28,7 @@ import argparse
 import functools
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -53,7 +54,8 @@ def kernel_seconds(schedule, target, repeats: int, rng, with_warm: bool = True) 
 
 
 def best_schedule(task, database, target):
-    """The task's best record applied, or (None) the task unscheduled, as the network runs it."""
+    """(schedule, scheduled): the task's best record applied, or the task unscheduled (as the
+    network runs a task without a record)."""
     from tvm.s_tir.schedule import Schedule
 
     schedule = database.query_schedule(task.dispatched[0], target, task.task_name)
@@ -112,8 +114,8 @@ def main() -> None:
     rng = np.random.default_rng(0)
     rows, totals, reranks = [], [], []
     for method in args.methods.split(","):
-        points = {int(p.stem.rpartition("-")[2][:-1]): p for p in args.work.glob(f"{method}-*t.so")
-                  if p.stem.rpartition("-")[2][:-1].isdigit()}
+        points = {int(m[1]): p for p in args.work.glob(f"{method}-*t.so")  # bench_onnx's names
+                  if (m := re.fullmatch(rf"{re.escape(method)}-(\d+)t", p.stem))}
         if not points:
             raise SystemExit(f"{args.work}: no {method}-<trials>t.so library; run "
                              "scripts/bench_onnx.py first")

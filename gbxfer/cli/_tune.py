@@ -195,13 +195,10 @@ def run(args) -> int:
                               "kernels to tune (it computes nothing, or only constants)")
         dynamic = symbolic_tasks(tasks)
         if dynamic:  # MetaSchedule would fail on them once OUT is written
-            many = len(dynamic) > 1
-            raise GbxferError(f"{network_source} {args.onnx or args.relax}: kernel"
-                              f"{'s' if many else ''} {', '.join(dynamic[:3])}"
-                              f"{' ...' if len(dynamic) > 3 else ''} "
-                              f"{'have shapes' if many else 'has a shape'} known only at run "
-                              "time (a data-dependent operator such as NonZero); MetaSchedule "
-                              "tunes fixed shapes only")
+            names = ", ".join(dynamic[:3]) + (" ..." if len(dynamic) > 3 else "")
+            raise GbxferError(f"{network_source} {args.onnx or args.relax}: a shape known only "
+                              "at run time (a data-dependent operator such as NonZero) in "
+                              f"{names}; MetaSchedule tunes fixed shapes only")
     else:
         suite = load_suite(find_config("workloads", args.suite))
         if args.tasks:

@@ -114,7 +114,7 @@ def symbolic_tasks(tasks) -> list[str]:
         functions = [f for mod in task.dispatched for f in mod.functions.values()
                      if isinstance(f, tirx.PrimFunc)]
         return any(not isinstance(dim, tirx.IntImm) for f in functions
-                   for p in f.params for dim in getattr(p.ty, "shape", ()) or ())
+                   for p in f.params for dim in getattr(p.ty, "shape", ()))
 
     return [task.task_name for task in tasks if symbolic(task)]
 
