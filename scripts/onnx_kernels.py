@@ -16,10 +16,12 @@ run; for a dense layer, its weights and output). A task without a record is time
 network runs it, unscheduled. The sums are weighted by the tasks' occurrences; what the network
 takes beyond the warm sum is spent outside the kernels as tuning timed them (cold weights, the
 virtual machine). With ``--rerank K``, each task's K fastest records are timed again cold and
-the network compiled with the fastest cold one of every task (``<method>-rerank<K>.so``); the
-tuned and the re-ranked networks are timed in --rounds interleaved rounds, and the re-ranked
-one's latency over the tuned one's is the median of the per-round ratios: whether picking
-kernels by cold timings makes the network faster. Run on an idle machine.
+the network compiled with the fastest cold one of every task
+(``<method>-rerank<K>-reranked.so``); as a control, the same path compiles the tuned picks
+(``<method>-rerank<K>-control.so``, the same kernels as the tuned library). The three networks
+are timed in --rounds interleaved rounds; each ratio is the median of the per-round ratios.
+Re-ranked over control says whether picking kernels by cold timings makes the network faster;
+control over tuned, how far two builds of the same kernels differ here. Run on an idle machine.
 Results: scripts/results/<name>.{json,csv} (name: onnx_kernels_<work folder>).
 """
 from __future__ import annotations
@@ -63,12 +65,13 @@ def best_schedule(task, database, target):
 
 
 def reranked(tasks, database, target, k: int, repeats: int, rng):
-    """A database holding, for every task, the fastest cold of its ``k`` fastest warm records;
-    and per task the rank (0 = the tuned pick) of the record chosen."""
+    """Two databases built the same way: ``picked`` holds, for every task, the fastest cold of
+    its ``k`` fastest warm records, ``control`` the fastest warm one (the tuned pick); and per
+    task the rank (0 = the tuned pick) of the record picked."""
     from tvm.s_tir import meta_schedule as ms
     from tvm.s_tir.schedule import Schedule
 
-    picked, ranks = ms.database.MemoryDatabase(), {}
+    picked, control, ranks = ms.database.MemoryDatabase(), ms.database.MemoryDatabase(), {}
     for task in tasks:
         mod = task.dispatched[0]
         records = database.get_top_k(database.commit_workload(mod), k)
@@ -79,12 +82,12 @@ def reranked(tasks, database, target, k: int, repeats: int, rng):
             schedule = Schedule(mod)
             record.trace.apply_to_schedule(schedule, remove_postproc=False)
             cold.append(kernel_seconds(schedule, target, repeats, rng, with_warm=False)["cold"])
-        best = int(np.argmin(cold))
-        ranks[task.task_name] = best
-        picked.commit_tuning_record(ms.database.TuningRecord(
-            records[best].trace, picked.commit_workload(mod), [cold[best]], target,
-            records[best].args_info))
-    return picked, ranks
+        ranks[task.task_name] = int(np.argmin(cold))
+        for db, rank in ((picked, ranks[task.task_name]), (control, 0)):
+            db.commit_tuning_record(ms.database.TuningRecord(
+                records[rank].trace, db.commit_workload(mod), [cold[rank]], target,
+                records[rank].args_info))
+    return picked, control, ranks
 
 
 def main() -> None:
@@ -123,9 +126,11 @@ def main() -> None:
         database = database_prefix(args.work / method / "metaschedule", trials)
         libraries = {"tuned": points[trials]}
         if args.rerank:
-            picked, ranks = reranked(tasks, database, target, args.rerank, args.repeats, rng)
-            libraries["reranked"] = args.work / f"{method}-rerank{args.rerank}.so"
-            export_module(compile_network(network, picked, target), libraries["reranked"])
+            picked, control, ranks = reranked(tasks, database, target, args.rerank,
+                                              args.repeats, rng)
+            for key, db in (("reranked", picked), ("control", control)):
+                libraries[key] = args.work / f"{method}-rerank{args.rerank}-{key}.so"
+                export_module(compile_network(network, db, target), libraries[key])
         loaded = {key: tvm.runtime.load_module(str(path)) for key, path in libraries.items()}
         seconds = {key: np.asarray(s) for key, s in interleaved(
             {key: functools.partial(time_network, module, inputs, repeat=1, min_repeat_ms=500)
@@ -134,8 +139,13 @@ def main() -> None:
             reranks.append({"method": method, "k": args.rerank,
                             "tuned_ms": 1e3 * float(np.median(seconds["tuned"])),
                             "reranked_ms": 1e3 * float(np.median(seconds["reranked"])),
+                            "control_ms": 1e3 * float(np.median(seconds["control"])),
                             "reranked_over_tuned": float(np.median(
                                 seconds["reranked"] / seconds["tuned"])),
+                            "control_over_tuned": float(np.median(
+                                seconds["control"] / seconds["tuned"])),
+                            "reranked_over_control": float(np.median(
+                                seconds["reranked"] / seconds["control"])),
                             "tasks_changed": sum(r > 0 for r in ranks.values()),
                             "ranks": ranks})
         network_ms = 1e3 * float(np.median(seconds["tuned"]))
