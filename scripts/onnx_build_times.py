@@ -5,18 +5,18 @@ build the programs each one picked, rebuilt here.
                                        [--methods gbxfer,xgb] [--per-task 4] [--seed 0]
                                        [--failed-cap 120]
 
---work is a run folder of ``scripts/bench_onnx.py``. MetaSchedule's task scheduler measures
-nothing until its first round has sent every task's first batch to the builder, which builds
+--work is a run folder of ``scripts/bench_onnx.py``. MetaSchedule's task scheduler commits no
+result until its first round has sent every task's first batch to the builder, which builds
 them one at a time (``gbxfer tune``'s builder has one worker and a 60 s timeout), so that
 round's wall time is the search's, the builds' and the runner's left-over. For each method,
-the first round is the records committed before the curve's row for the last task of the
+the first round is the records committed up to the curve's row for the last task of the
 round; --per-task of each task's first-round records that built and ran are drawn (seeded)
 and built again with the tuning builder's function (``fast_build``), methods alternating per
-task; the estimate of the round's build seconds is each task's mean build time x its records,
-plus 60 s per failed record (a build timeout, as the tuning logs of ResNet-50 say; a failed run
-would cost less). Build times exclude exporting the library. With --failed-cap S, every failed
-first-round record is built again in a child process stopped after S seconds: whether those
-programs build at all. Run on an idle machine.
+task; the estimate of the round's build seconds is each task's mean build time x its records
+that built (exporting the library not counted). With --failed-cap S, every failed first-round
+record (a build or a run that failed) is built again in a child process stopped after S
+seconds: one that takes 45 s or more, or does not finish, counts as slow to build (the tuning
+builder's timeout is 60 s). Run on an idle machine.
 Results: scripts/results/<name>.{json,csv} (name: onnx_build_times_<work folder>).
 """
 from __future__ import annotations
@@ -31,16 +31,26 @@ import numpy as np
 from _results import print_table, write_results
 from bench_onnx import cpu_model, same_machine
 
-FAILED = 1e9  # run seconds MetaSchedule stores for a program that did not build or run
+FAILED = 1e9  # below the 1e10 run seconds MetaSchedule stores for a failed build or run
+SLOW = 45.0  # a failed program whose rebuild takes this long or more: a build timeout
 
 
-def first_round(folder: Path) -> list[tuple[int, dict]]:
-    """The (workload index, record) pairs of a tuning run's first round, in commit order."""
-    rows = list(csv.DictReader(open(folder / "curve.csv")))
+def first_round(folder: Path) -> tuple[list[tuple[int, int, dict]], float]:
+    """A tuning run's first round: its (database line, workload index, record) triples in
+    commit order, and the curve's seconds when it ended."""
+    with open(folder / "curve.csv") as f:
+        rows = list(csv.DictReader(f))
     n_tasks = len([c for c in rows[0] if c.startswith("best_")])
+    if [int(r["task"]) for r in rows[:n_tasks]] != list(range(n_tasks)):
+        raise SystemExit(f"{folder}: the curve's first {n_tasks} batches are not one per task")
     trials = int(rows[n_tasks - 1]["trials"])
     lines = (folder / "metaschedule" / "database_tuning_record.json").read_text().splitlines()
-    return [tuple(json.loads(line)) for line in lines[:trials]]
+    return [(n, *json.loads(line)) for n, line in enumerate(lines[:trials])], \
+        float(rows[n_tasks - 1]["seconds"])
+
+
+def failed(record: dict) -> bool:
+    return max(float(s) for s in record[1]) >= FAILED
 
 
 def build_seconds(workload, record: dict, target) -> float:
@@ -65,11 +75,17 @@ def _child(queue, workload_json, record, hardware: str) -> None:
     from gbxfer.hardware import load_profile
 
     workload = ms.database.Workload.from_json(workload_json)
-    queue.put(build_seconds(workload, record, tvm.target.Target(load_profile(hardware).target)))
+    target = tvm.target.Target(load_profile(hardware).target)
+    try:
+        queue.put(("built", build_seconds(workload, record, target)))
+    except Exception as error:  # reported to the parent, which records it
+        queue.put(("error", f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"))
 
 
-def capped_build_seconds(workload_json, record: dict, hardware: str, cap: float) -> float:
-    """:func:`build_seconds` in a child process; NaN when it has not finished after ``cap``."""
+def capped_build(workload_json, record: dict, hardware: str, cap: float) -> tuple:
+    """(status, seconds): :func:`build_seconds` in a child process stopped after ``cap``
+    seconds (which also count the child's start and imports); ``("not built", None)`` then,
+    ``("error: ...", None)`` if building failed."""
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
@@ -80,8 +96,9 @@ def capped_build_seconds(workload_json, record: dict, hardware: str, cap: float)
     if child.is_alive():
         child.kill()
         child.join()
-        return float("nan")
-    return queue.get() if child.exitcode == 0 else float("nan")
+        return f"not built in {cap:g} s", None
+    status, value = queue.get() if child.exitcode == 0 else ("error", f"exit {child.exitcode}")
+    return ("built", value) if status == "built" else (f"error: {value}", None)
 
 
 def main() -> None:
@@ -110,14 +127,12 @@ def main() -> None:
             folder / "metaschedule" / "database_workload.json").read_text().splitlines()
             if line.strip()]
         workloads[method] = [ms.database.Workload.from_json(w) for w in raw[method]]
-        rounds[method] = first_round(folder)
-        curve = list(csv.DictReader(open(folder / "curve.csv")))
-        ends[method] = float(curve[len(workloads[method]) - 1]["seconds"])
+        rounds[method], ends[method] = first_round(folder)
     rows = []
     for index in range(len(workloads[methods[0]])):
         for method in methods if index % 2 == 0 else methods[::-1]:
-            records = [r for i, r in rounds[method] if i == index]
-            built = [r for r in records if max(float(s) for s in r[1]) < FAILED]
+            records = [r for _, i, r in rounds[method] if i == index]
+            built = [r for r in records if not failed(r)]
             drawn = rng.choice(len(built), min(args.per_task, len(built)), replace=False) \
                 if built else []
             seconds = [build_seconds(workloads[method][index], built[j], target)
@@ -126,30 +141,33 @@ def main() -> None:
                          "failed": len(records) - len(built), "drawn": len(seconds),
                          "mean_build_s": float(np.mean(seconds)) if seconds else 0.0,
                          "max_build_s": float(np.max(seconds)) if seconds else 0.0})
+    rebuilt = []
+    if args.failed_cap:
+        for method in methods:
+            for line, index, record in rounds[method]:
+                if failed(record):
+                    status, seconds = capped_build(raw[method][index], record,
+                                                   machine["hardware"], args.failed_cap)
+                    rebuilt.append({"method": method, "task": index, "database_line": line,
+                                    "status": status, "build_s": seconds})
     totals = []
     for method in methods:
         mine = [r for r in rows if r["method"] == method]
         built_s = sum(r["mean_build_s"] * (r["records"] - r["failed"]) for r in mine)
-        failed = sum(r["failed"] for r in mine)
+        n_failed = sum(r["failed"] for r in mine)
+        slow = sum(r["method"] == method and (r["status"].startswith("not built") or (
+            r["build_s"] is not None and r["build_s"] >= SLOW)) for r in rebuilt)
         totals.append({"method": method, "first_round_s": ends[method],
-                       "records": sum(r["records"] for r in mine), "failed": failed,
-                       "builds_s": built_s, "timeouts_s": 60.0 * failed,
-                       "builds_and_timeouts_s": built_s + 60.0 * failed,
-                       "slowest_build_s": max(r["max_build_s"] for r in mine)})
-    failed = []
-    if args.failed_cap:
-        for method in methods:
-            for index, record in rounds[method]:
-                if max(float(s) for s in record[1]) >= FAILED:
-                    failed.append({"method": method, "task": index, "build_s": (
-                        capped_build_seconds(raw[method][index], record,
-                                             machine["hardware"], args.failed_cap))})
+                       "records": sum(r["records"] for r in mine), "failed": n_failed,
+                       "failed_slow_to_build": slow if args.failed_cap else None,
+                       "builds_s": built_s, "slowest_build_s": max(
+                           r["max_build_s"] for r in mine)})
     print_table(rows)
     print_table(totals)
-    if failed:
-        print_table(failed)
+    if rebuilt:
+        print_table(rebuilt)
     write_results(args.name or f"onnx_build_times_{args.work.name}", rows, totals=totals,
-                  failed=failed, failed_cap=args.failed_cap,
+                  failed=rebuilt, failed_cap=args.failed_cap,
                   work=str(args.work), per_task=args.per_task, seed=args.seed,
                   cpu=cpu_model(), hardware=machine["hardware"])
 
