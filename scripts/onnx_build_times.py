@@ -31,7 +31,6 @@ import numpy as np
 from _results import print_table, write_results
 from bench_onnx import cpu_model, same_machine
 
-FAILED = 1e9  # below the 1e10 run seconds MetaSchedule stores for a failed build or run
 SLOW = 45.0  # a failed program whose rebuild takes this long or more: a build timeout
 
 
@@ -49,8 +48,11 @@ def first_round(folder: Path) -> tuple[list[tuple[int, int, dict]], float]:
         float(rows[n_tasks - 1]["seconds"])
 
 
-def failed(record: dict) -> bool:
-    return max(float(s) for s in record[1]) >= FAILED
+def failed(record: list) -> bool:
+    """Whether a database record's program failed to build or run."""
+    from gbxfer.records.formats._metaschedule import run_latency
+
+    return run_latency(record[1]) is None
 
 
 def build_seconds(workload, record: dict, target) -> float:
@@ -155,8 +157,8 @@ def main() -> None:
         mine = [r for r in rows if r["method"] == method]
         built_s = sum(r["mean_build_s"] * (r["records"] - r["failed"]) for r in mine)
         n_failed = sum(r["failed"] for r in mine)
-        slow = sum(r["method"] == method and (r["status"].startswith("not built") or (
-            r["build_s"] is not None and r["build_s"] >= SLOW)) for r in rebuilt)
+        slow = sum(r["status"].startswith("not built") or (r["build_s"] or 0.0) >= SLOW
+                   for r in rebuilt if r["method"] == method)
         totals.append({"method": method, "first_round_s": ends[method],
                        "records": sum(r["records"] for r in mine), "failed": n_failed,
                        "failed_slow_to_build": slow if args.failed_cap else None,
