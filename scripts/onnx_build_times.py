@@ -3,7 +3,7 @@ build the programs each one picked, rebuilt here.
 
     python scripts/onnx_build_times.py --work scripts/results/bench_onnx/resnet50-seed1
                                        [--methods gbxfer,xgb] [--per-task 4] [--seed 0]
-                                       [--failed-cap 120]
+                                       [--failed-cap 120] [--best 3]
 
 --work is a run folder of ``scripts/bench_onnx.py``. MetaSchedule's task scheduler commits no
 result until its first round has sent every task's first batch to the builder, which builds
@@ -16,7 +16,9 @@ task; the estimate of the round's build seconds is each task's mean build time x
 that built (exporting the library not counted). With --failed-cap S, every failed first-round
 record (a build or a run that failed) is built again in a child process stopped after S
 seconds: one that takes 45 s or more, or does not finish, counts as slow to build (the tuning
-builder's timeout is 60 s). Run on an idle machine.
+builder's timeout was 60 s). With --best K, each task's K fastest programs of the whole run are
+built again (each built within the tuning builder's timeout then): whether a lower build
+timeout would have cost a run the programs it ended with. Run on an idle machine.
 Results: scripts/results/<name>.{json,csv} (name: onnx_build_times_<work folder>).
 """
 from __future__ import annotations
@@ -46,6 +48,18 @@ def first_round(folder: Path) -> tuple[list[tuple[int, int, dict]], float]:
     lines = (folder / "metaschedule" / "database_tuning_record.json").read_text().splitlines()
     return [(n, *json.loads(line)) for n, line in enumerate(lines[:trials])], \
         float(rows[n_tasks - 1]["seconds"])
+
+
+def fastest(folder: Path, k: int) -> list[tuple[int, int, dict, float]]:
+    """Each task's ``k`` fastest records of a whole tuning run: (database line, workload index,
+    record, latency in seconds), task by task."""
+    from gbxfer.records.formats._metaschedule import run_latency
+
+    lines = (folder / "metaschedule" / "database_tuning_record.json").read_text().splitlines()
+    timed = [(n, *json.loads(line)) for n, line in enumerate(lines) if line.strip()]
+    timed = [(n, i, r, run_latency(r[1])) for n, i, r in timed if not failed(r)]
+    return [t for index in sorted({i for _, i, _, _ in timed})
+            for t in sorted((t for t in timed if t[1] == index), key=lambda t: t[3])[:k]]
 
 
 def failed(record: list) -> bool:
@@ -110,6 +124,7 @@ def main() -> None:
     parser.add_argument("--per-task", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--failed-cap", type=float, default=0.0, metavar="S")
+    parser.add_argument("--best", type=int, default=0, metavar="K")
     parser.add_argument("--name")
     args = parser.parse_args()
     machine = json.loads((args.work / "machine.json").read_text())
@@ -152,6 +167,12 @@ def main() -> None:
                                                    machine["hardware"], args.failed_cap)
                     rebuilt.append({"method": method, "task": index, "database_line": line,
                                     "status": status, "build_s": seconds})
+    best = []
+    for method in methods if args.best else ():
+        for line, index, record, latency in fastest(args.work / method, args.best):
+            best.append({"method": method, "task": index, "database_line": line,
+                         "latency_ms": 1e3 * latency,
+                         "build_s": build_seconds(workloads[method][index], record, target)})
     totals = []
     for method in methods:
         mine = [r for r in rows if r["method"] == method]
@@ -164,12 +185,18 @@ def main() -> None:
                        "failed_slow_to_build": slow if args.failed_cap else None,
                        "builds_s": built_s, "slowest_build_s": max(
                            r["max_build_s"] for r in mine)})
+        if best:
+            mine = [r for r in best if r["method"] == method]
+            totals[-1]["best_programs"] = len(mine)
+            totals[-1]["best_slowest_build_s"] = max(r["build_s"] for r in mine)
     print_table(rows)
     print_table(totals)
     if rebuilt:
         print_table(rebuilt)
+    if best:
+        print_table(sorted(best, key=lambda r: -r["build_s"])[:10])
     write_results(args.name or f"onnx_build_times_{args.work.name}", rows, totals=totals,
-                  failed=rebuilt, failed_cap=args.failed_cap,
+                  failed=rebuilt, failed_cap=args.failed_cap, best=best,
                   work=str(args.work), per_task=args.per_task, seed=args.seed,
                   cpu=cpu_model(), hardware=machine["hardware"])
 

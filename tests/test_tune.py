@@ -28,7 +28,7 @@ def test_tune_writes_database_curve_and_summary(tmp_path):
     assert main(["tune", "-q", "--suite", str(tmp_path / "tiny.yaml"), "--network", "toy",
                  "--hardware", str(profile), "--model", "none", "--trials", "16",
                  "--trials-per-iter", "8", "--population", "64", "--repeats", "1",
-                 "--min-repeat-ms", "1", "--out", str(out)]) == 0
+                 "--min-repeat-ms", "1", "--build-timeout", "30", "--out", str(out)]) == 0
     curve = pd.read_csv(out / "curve.csv")
     assert curve["trials"].max() == 16 and curve["trials"].is_monotonic_increasing
     assert curve["seconds"].is_monotonic_increasing
@@ -38,10 +38,28 @@ def test_tune_writes_database_curve_and_summary(tmp_path):
     assert summary["weights"] == {"dense_16_32_16": 2, "softmax_8_64": 1}
     assert all(0 < v < 1 for v in summary["best_latency"].values())
     assert summary["cost_model_seconds"]["predict"] > 0
+    builds = summary["builds"]
+    assert builds["programs"] == 16 and builds["timeout"] == 30 and builds["timeouts"] == 0
+    assert 0 < builds["seconds"] < summary["seconds"]
     assert summary["online"]["mode"] == "blend"  # cold: the session model once it exists
     assert summary["online"]["tasks_led_by_session"] >= 1  # tasks measured after 16 trials
     ds = ingest([out / "metaschedule"])
     assert ds.records["task_key"].nunique() == 2 and ds.records["valid"].sum() >= 8
+
+
+def test_programs_slower_to_build_than_the_timeout_fail_and_are_counted(tmp_path):
+    from gbxfer.cli import main
+
+    (tmp_path / "tiny.yaml").write_text(SUITE)
+    out = tmp_path / "run"
+    assert main(["tune", "-q", "--suite", str(tmp_path / "tiny.yaml"), "--tasks",
+                 "dense_16_32_16", "--hardware", str(write_host_profile(tmp_path)),
+                 "--cost-model", "random", "--trials", "8", "--trials-per-iter", "8",
+                 "--population", "64", "--repeats", "1", "--min-repeat-ms", "1",
+                 "--build-timeout", "0.001", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["builds"]["timeouts"] == summary["builds"]["programs"] == 8
+    assert pd.read_csv(out / "curve.csv")["failures"].iloc[-1] == 8
 
 
 def test_an_online_mode_that_needs_a_model_refuses_a_cold_start(tmp_path, capsys):

@@ -7,7 +7,8 @@ the curve: after each measured batch, the trials so far, wall-clock seconds sinc
 started (after the builder and runner workers are up), and the best
 latency of every task. The budget is a number of trials or of minutes (``TimeBudgetSearch``).
 ``TimedCostModel`` wraps any cost model to time its ``update`` and ``predict`` (the cost model's
-own share of a round).
+own share of a round), ``TimedBuilder`` the builder (MetaSchedule builds each batch before it
+searches the next, so a program slow to compile holds the whole run up to the build timeout).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 from tvm.ir.utils import derived_object
+from tvm.s_tir.meta_schedule.builder import PyBuilder
 from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
 from tvm.s_tir.meta_schedule.search_strategy import PySearchStrategy
@@ -63,6 +65,25 @@ class TimedCostModel(PyCostModel):
         scores = self.inner.predict(context, candidates)
         self.seconds["predict"] += time.perf_counter() - start
         return np.asarray(scores, dtype="float64")
+
+
+@derived_object
+class TimedBuilder(PyBuilder):
+    """Delegates to ``inner`` (a MetaSchedule builder) and adds up the seconds it spends, the
+    programs it built and those it gave up on at its timeout."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+        self.seconds, self.programs, self.timeouts = 0.0, 0, 0
+
+    def build(self, build_inputs) -> list:
+        start = time.perf_counter()
+        results = self.inner.build(build_inputs)
+        self.seconds += time.perf_counter() - start
+        self.programs += len(build_inputs)
+        self.timeouts += sum("Timeout" in (r.error_msg or "") for r in results)
+        return results
 
 
 class TimeBudget:
@@ -164,6 +185,7 @@ class TuneResult:
     cost_model_seconds: dict
     rounds: int
     seconds: float
+    builds: dict  # seconds building, programs built, build timeouts
 
     def weighted_latency(self) -> pd.Series:
         """Sum over tasks of weight x best latency, after each batch (NaN until every task has
@@ -182,7 +204,7 @@ def _name_and_module(task):
 def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
          seed: int = 0, trials_per_iter: int = 16, weights=None, progress: bool = True,
          repeats: int = 3, min_repeat_ms: int = 40, population: int = 512,
-         minutes: float | None = None) -> TuneResult:
+         minutes: float | None = None, build_timeout: float = 15.0) -> TuneResult:
     """Tune ``tasks`` (suite :class:`Task` s, or the ``ExtractedTask`` s of
     ``ms.relax_integration.extract_tasks``) on ``profile`` for ``trials`` measurements in all,
     or (``trials=None``) for ``minutes`` of wall clock from the start of MetaSchedule's tuning
@@ -225,7 +247,8 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
         (out / "curve.csv").unlink(missing_ok=True)
         curve = CurveCallback(len(tasks), bar, out / "curve.csv")
         start = time.perf_counter()
-        builder, runner = local_builder(), make_runner(profile, plan)  # seconds: workers start
+        builder = TimedBuilder(local_builder(timeout_sec=build_timeout))
+        runner = make_runner(profile, plan)  # seconds: the workers start
         curve.start = time.perf_counter()  # the curve's clock starts with the budget's
         if budget is not None:  # from here, once TVM's intrinsics and the workers are loaded
             budget.start()
@@ -239,7 +262,9 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
                                                           range(len(tasks)))]
     return TuneResult([name for name, _ in named], weights,
                       pd.DataFrame(curve.rows, columns=columns),
-                      dict(timed.seconds), timed.rounds, time.perf_counter() - start)
+                      dict(timed.seconds), timed.rounds, time.perf_counter() - start,
+                      {"seconds": builder.seconds, "programs": builder.programs,
+                       "timeouts": builder.timeouts, "timeout": build_timeout})
 
 
 def xgbmodel_pretrained(dataset):
