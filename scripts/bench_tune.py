@@ -18,7 +18,9 @@ other machines pretrain without), (a) and (c) beside
   (f) the model `gbxfer calibrate` wrote on this machine + online update   (--seeds seeds)
 with results under scripts/results/bench_tune_<target>; the calibration's minutes count in
 the wall-clock comparison (say them beside the table).
-Runs are interleaved (seed, then task, then method) and each is saved as it finishes under
+Programs are built with ``gbxfer tune``'s build timeout (15 s; runs saved before 2026-12-03
+used 60 s and have no ``builds`` entry). Runs are interleaved (seed, then task, then method)
+and each is saved as it finishes under
 scripts/results/bench_tune/runs/, so the benchmark stops and continues; never run it beside
 another measurement. With --network, then tunes a whole network built in Relax (ResNet-18,
 NHWC: its 19 fused tasks as MetaSchedule extracts them, weighted by occurrence, gradient task
@@ -110,7 +112,8 @@ def run_one(tasks, weights, method, seed, profile, trials, pretrained, source, n
            "weights": weights, "curve": result.curve.to_dict("list"),
            "weighted": result.weighted_latency().tolist(),
            "cost_model_seconds": result.cost_model_seconds, "rounds": result.rounds,
-           "seconds": result.seconds, "commit": stamp()["commit"]}  # which adapter ran
+           "seconds": result.seconds, "builds": result.builds,  # with the build timeout
+           "commit": stamp()["commit"]}  # which adapter ran
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(row))

@@ -7,7 +7,7 @@ build the programs each one picked, rebuilt here.
 
 --work is a run folder of ``scripts/bench_onnx.py``. MetaSchedule's task scheduler commits no
 result until its first round has sent every task's first batch to the builder, which builds
-them one at a time (``gbxfer tune``'s builder has one worker and a 60 s timeout), so that
+them one at a time (``gbxfer tune``'s builder has one worker and had a 60 s timeout when these runs were tuned), so that
 round's wall time is the search's, the builds' and the runner's left-over. For each method,
 the first round is the records committed up to the curve's row for the last task of the
 round; --per-task of each task's first-round records that built and ran are drawn (seeded)
@@ -188,7 +188,7 @@ def main() -> None:
         if best:
             mine = [r for r in best if r["method"] == method]
             totals[-1]["best_programs"] = len(mine)
-            totals[-1]["best_slowest_build_s"] = max(r["build_s"] for r in mine)
+            totals[-1]["best_slowest_build_s"] = max((r["build_s"] for r in mine), default=None)
     print_table(rows)
     print_table(totals)
     if rebuilt:

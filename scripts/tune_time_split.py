@@ -11,9 +11,11 @@ for one round each, i.e. ``--trials-per-iter`` programs per task, with ``gbxfer.
 MetaSchedule's main thread searches a task's batch (the cost model's ``predict`` inside it),
 builds it (one worker) and hands it to the runner, which measures on its own while the next
 task is searched: a round's wall time is search + builds + what is left of the runner's work
-when the last batch is built. Reported per run: wall seconds, the builds' seconds, programs and
-timeouts, the cost model's seconds, and the rest (search and the runner's tail), plus the
-weighted best latency of the round. Run on an idle machine. Results:
+when the last batch is built. Reported per run: wall seconds (by the tuning curve's clock,
+which starts once the builder's and runner's workers are up), the builds' seconds (TVM's
+LocalBuilder starts a fresh worker for every batch and after every timeout: counted in them),
+programs and timeouts, the cost model's seconds, and the rest (search and the runner's tail),
+plus the weighted best latency of the round. Run on an idle machine. Results:
 scripts/results/<name>.{json,csv}.
 """
 from __future__ import annotations
@@ -63,13 +65,14 @@ def main() -> None:
                               weights=[t.weight for t in tasks], progress=False,
                               build_timeout=timeout)
             cost = sum(result.cost_model_seconds.values())
+            wall = float(result.curve["seconds"].iloc[-1])
             best = result.curve[[f"best_{i}" for i in range(len(tasks))]].iloc[-1].to_numpy()
             rows.append({
                 "method": method, "build_timeout_s": timeout, "tasks": args.tasks,
-                "programs": result.builds["programs"], "wall_s": result.seconds,
+                "programs": result.builds["programs"], "wall_s": wall,
                 "builds_s": result.builds["seconds"], "timeouts": result.builds["timeouts"],
                 "cost_model_s": cost,
-                "rest_s": result.seconds - result.builds["seconds"] - cost,
+                "rest_s": wall - result.builds["seconds"] - cost,
                 "weighted_best_ms": 1e3 * float(np.dot(best, [t.weight for t in tasks])),
             })
             print_table(rows[-1:])

@@ -56,7 +56,7 @@ def test_programs_slower_to_build_than_the_timeout_fail_and_are_counted(tmp_path
                  "dense_16_32_16", "--hardware", str(write_host_profile(tmp_path)),
                  "--cost-model", "random", "--trials", "8", "--trials-per-iter", "8",
                  "--population", "64", "--repeats", "1", "--min-repeat-ms", "1",
-                 "--build-timeout", "0.001", "--out", str(out)]) == 0
+                 "--build-timeout", "0.01", "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["builds"]["timeouts"] == summary["builds"]["programs"] == 8
     assert pd.read_csv(out / "curve.csv")["failures"].iloc[-1] == 8

@@ -104,7 +104,7 @@ def add_parser(verbs, common):
     p.add_argument("--build-timeout", type=positive_float, default=15.0, metavar="SECONDS",
                    help="a program not compiled within this long counts as failed (the "
                         "search waits for each batch's builds; the fastest programs of "
-                        "ResNet-50 and BERT runs compiled in under 2.5 s) (default: 15)")
+                        "ResNet-50 and BERT runs compiled in under 2.2 s) (default: 15)")
     p.set_defaults(run=run)
 
 

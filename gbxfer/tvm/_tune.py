@@ -29,7 +29,7 @@ from tvm.s_tir.meta_schedule.search_strategy import PySearchStrategy
 from ..records.formats._metaschedule import run_latency
 from ..hardware.profiles import HardwareProfile
 from ..records.suite import Task
-from ._builder import local_builder
+from ._builder import BUILD_TIMEOUT, local_builder
 from ._collect_plan import CollectPlan, make_runner
 from ._logging import metaschedule_logging
 from ._task_modules import task_module
@@ -82,7 +82,8 @@ class TimedBuilder(PyBuilder):
         results = self.inner.build(build_inputs)
         self.seconds += time.perf_counter() - start
         self.programs += len(build_inputs)
-        self.timeouts += sum("Timeout" in (r.error_msg or "") for r in results)
+        self.timeouts += sum((r.error_msg or "").startswith("LocalBuilder: Timeout")
+                             for r in results)
         return results
 
 
@@ -185,7 +186,7 @@ class TuneResult:
     cost_model_seconds: dict
     rounds: int
     seconds: float
-    builds: dict  # seconds building, programs built, build timeouts
+    builds: dict  # seconds building, programs, timeouts (programs given up on), timeout (s)
 
     def weighted_latency(self) -> pd.Series:
         """Sum over tasks of weight x best latency, after each batch (NaN until every task has
@@ -204,7 +205,7 @@ def _name_and_module(task):
 def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
          seed: int = 0, trials_per_iter: int = 16, weights=None, progress: bool = True,
          repeats: int = 3, min_repeat_ms: int = 40, population: int = 512,
-         minutes: float | None = None, build_timeout: float = 15.0) -> TuneResult:
+         minutes: float | None = None, build_timeout: float = BUILD_TIMEOUT) -> TuneResult:
     """Tune ``tasks`` (suite :class:`Task` s, or the ``ExtractedTask`` s of
     ``ms.relax_integration.extract_tasks``) on ``profile`` for ``trials`` measurements in all,
     or (``trials=None``) for ``minutes`` of wall clock from the start of MetaSchedule's tuning
