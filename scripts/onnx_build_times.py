@@ -45,9 +45,13 @@ def first_round(folder: Path) -> tuple[list[tuple[int, int, dict]], float]:
     if [int(r["task"]) for r in rows[:n_tasks]] != list(range(n_tasks)):
         raise SystemExit(f"{folder}: the curve's first {n_tasks} batches are not one per task")
     trials = int(rows[n_tasks - 1]["trials"])
+    return database(folder)[:trials], float(rows[n_tasks - 1]["seconds"])
+
+
+def database(folder: Path) -> list[tuple[int, int, dict]]:
+    """A tuning run's (database line, workload index, record) triples in commit order."""
     lines = (folder / "metaschedule" / "database_tuning_record.json").read_text().splitlines()
-    return [(n, *json.loads(line)) for n, line in enumerate(lines[:trials])], \
-        float(rows[n_tasks - 1]["seconds"])
+    return [(n, *json.loads(line)) for n, line in enumerate(lines) if line.strip()]
 
 
 def fastest(folder: Path, k: int) -> list[tuple[int, int, dict, float]]:
@@ -55,10 +59,9 @@ def fastest(folder: Path, k: int) -> list[tuple[int, int, dict, float]]:
     record, latency in seconds), task by task."""
     from gbxfer.records.formats._metaschedule import run_latency
 
-    lines = (folder / "metaschedule" / "database_tuning_record.json").read_text().splitlines()
-    timed = [(n, *json.loads(line)) for n, line in enumerate(lines) if line.strip()]
-    timed = [(n, i, r, run_latency(r[1])) for n, i, r in timed if not failed(r)]
-    return [t for index in sorted({i for _, i, _, _ in timed})
+    timed = [(n, i, r, run_latency(r[1])) for n, i, r in database(folder)]
+    timed = [t for t in timed if t[3] is not None]
+    return [t for index in sorted({t[1] for t in timed})
             for t in sorted((t for t in timed if t[1] == index), key=lambda t: t[3])[:k]]
 
 

@@ -24,7 +24,6 @@ import argparse
 import os
 import tempfile
 
-import numpy as np
 from _results import print_table, write_results
 from bench_onnx import cpu_model
 
@@ -62,18 +61,16 @@ def main() -> None:
             with tempfile.TemporaryDirectory() as out:
                 result = tune(tasks, profile, model, args.trials_per_iter * len(tasks), out,
                               seed=args.seed, trials_per_iter=args.trials_per_iter,
-                              weights=[t.weight for t in tasks], progress=False,
-                              build_timeout=timeout)
+                              progress=False, build_timeout=timeout)
             cost = sum(result.cost_model_seconds.values())
             wall = float(result.curve["seconds"].iloc[-1])
-            best = result.curve[[f"best_{i}" for i in range(len(tasks))]].iloc[-1].to_numpy()
             rows.append({
                 "method": method, "build_timeout_s": timeout, "tasks": args.tasks,
                 "programs": result.builds["programs"], "wall_s": wall,
                 "builds_s": result.builds["seconds"], "timeouts": result.builds["timeouts"],
                 "cost_model_s": cost,
                 "rest_s": wall - result.builds["seconds"] - cost,
-                "weighted_best_ms": 1e3 * float(np.dot(best, [t.weight for t in tasks])),
+                "weighted_best_ms": 1e3 * float(result.weighted_latency().iloc[-1]),
             })
             print_table(rows[-1:])
     print_table(rows)
