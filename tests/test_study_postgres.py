@@ -103,7 +103,9 @@ def test_a_worker_killed_mid_trial_does_not_stall_the_study(postgres_url, tiny):
     assert report["complete"] == 15 and report["duplicates"] == 0 and report["running"] == 0
     assert trials[mine[0].number].state == TrialState.FAIL  # failed by its stale heartbeat
     retried = [t for t in trials if t.system_attrs.get("failed_trial") == mine[0].number]
-    assert retried and retried[0].params == trials[mine[0].number].params  # run again elsewhere
+    # run again elsewhere with the parameters it had drawn (a kill between two suggestions
+    # leaves only some of them; the retry draws the rest)
+    assert retried and trials[mine[0].number].params.items() <= retried[0].params.items()
 
 
 def _study_exists(url, name) -> bool:
