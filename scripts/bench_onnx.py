@@ -1,7 +1,7 @@
 """ONNX models tuned by gbxfer and by TVM's XGBModel, against ONNX Runtime on the same machine.
 
     python scripts/bench_onnx.py [--models resnet50,bert] [--minutes 60] [--points 15,30,60]
-                                 --hardware PROFILE [--seed 0] [--repeats 15]
+                                 --hardware PROFILE [--seed 0] [--repeats 15] [--jobs 1]
                                  [--work DIR] [--bert-layers 12] [--name bench_onnx]
 
 Builds two real architectures as ONNX graphs in code, with seeded random weights (latency does
@@ -10,7 +10,8 @@ the convolutions' bias) and a BERT-base encoder (12 layers, hidden 768, 12 heads
 GELU, LayerNormalization; batch 1, sequence 128; hidden states in). Tunes each on --hardware
 (give this machine's native ISA at 1 thread, e.g. spr-avx512-1t) for --minutes with ``gbxfer
 tune --onnx`` and the gbxfer cost model (the pretrained model, online updates), and with
-``--cost-model xgb`` (TVM's XGBModel): one run each, saved under --work as it finishes (a rerun
+``--cost-model xgb`` (TVM's XGBModel), both with ``--jobs`` (threads searching, workers
+building): one run each, saved under --work as it finishes (a rerun
 skips finished runs and timings; a work folder resumes only on the CPU model and profile that
 began it). Each run's database as it was at each of --points minutes by the tuning curve's
 clock (the last point: the shorter run's end, as both overrun the budget by their last batch)
@@ -183,6 +184,9 @@ def tune_run(model_path: Path, method: str, args, out: Path) -> dict:
         if summary["budget"] != {"minutes": args.minutes}:
             raise SystemExit(f"{out} was tuned for {summary['budget']}, not {args.minutes:g} "
                              "minutes: give another --work")
+        if summary.get("jobs", 1) != args.jobs:
+            raise SystemExit(f"{out} was tuned with --jobs {summary.get('jobs', 1)}, not "
+                             f"{args.jobs}: give another --work")
         return summary
     if out.exists():  # a run killed midway starts again
         import shutil
@@ -190,7 +194,7 @@ def tune_run(model_path: Path, method: str, args, out: Path) -> dict:
         shutil.rmtree(out)
     command = [sys.executable, "-m", "gbxfer", "tune", "--onnx", str(model_path), "--hardware",
                args.hardware, "--minutes", str(args.minutes), "--cost-model", method,
-               "--seed", str(args.seed), "--out", str(out)]
+               "--seed", str(args.seed), "--jobs", str(args.jobs), "--out", str(out)]
     print("$", " ".join(command), flush=True)
     subprocess.run(command, check=False)  # outputs beyond tolerance exit 2, summary written
     if not (out / "summary.json").exists():
@@ -398,6 +402,8 @@ def main() -> None:
                              "spr-avx512-1t (gbxfer hardware list)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="gbxfer tune --jobs: threads searching, workers building")
     parser.add_argument("--bert-layers", type=int, default=12)
     parser.add_argument("--work", type=Path, default=RESULTS / "bench_onnx")
     parser.add_argument("--name", default="bench_onnx")

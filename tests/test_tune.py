@@ -41,6 +41,8 @@ def test_tune_writes_database_curve_and_summary(tmp_path):
     builds = summary["builds"]
     assert builds["programs"] == 16 and builds["timeout"] == 30 and builds["timeouts"] == 0
     assert 0 < builds["seconds"] < summary["seconds"]
+    assert summary["cost_model_seconds"]["predict"] < summary["search_seconds"]
+    assert summary["search_seconds"] + builds["seconds"] < summary["seconds"]
     assert summary["online"]["mode"] == "blend"  # cold: the session model once it exists
     assert summary["online"]["tasks_led_by_session"] >= 1  # tasks measured after 16 trials
     ds = ingest([out / "metaschedule"])
@@ -60,6 +62,22 @@ def test_programs_slower_to_build_than_the_timeout_fail_and_are_counted(tmp_path
     summary = json.loads((out / "summary.json").read_text())
     assert summary["builds"]["timeouts"] == summary["builds"]["programs"] == 8
     assert pd.read_csv(out / "curve.csv")["failures"].iloc[-1] == 8
+
+
+def test_jobs_search_and_build_in_parallel(tmp_path):
+    from gbxfer.cli import main
+
+    (tmp_path / "tiny.yaml").write_text(SUITE)
+    out = tmp_path / "run"
+    assert main(["tune", "-q", "--suite", str(tmp_path / "tiny.yaml"), "--network", "toy",
+                 "--hardware", str(write_host_profile(tmp_path)), "--cost-model", "random",
+                 "--trials", "32", "--trials-per-iter", "8", "--population", "64",
+                 "--repeats", "1", "--min-repeat-ms", "1", "--jobs", "2",
+                 "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["builds"]["programs"] == 32 and summary["builds"]["timeouts"] == 0
+    assert summary["search_seconds"] > 0
+    assert pd.read_csv(out / "curve.csv")["failures"].iloc[-1] == 0
 
 
 def test_an_online_mode_that_needs_a_model_refuses_a_cold_start(tmp_path, capsys):

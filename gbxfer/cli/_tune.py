@@ -105,6 +105,11 @@ def add_parser(verbs, common):
                    help="a program not compiled within this long counts as failed (the "
                         "search waits for each batch's builds; the fastest programs of "
                         "ResNet-50 and BERT runs compiled in under 2.2 s) (default: 15)")
+    cores = len(os.sched_getaffinity(0))
+    p.add_argument("--jobs", type=_at_most(positive_int, 256), default=cores, metavar="N",
+                   help="threads for the search and workers for the builds (more than one "
+                        "makes the search's draws depend on their timing); kernels are timed "
+                        f"with nothing else running (default: the usable cores, {cores})")
     p.set_defaults(run=run)
 
 
@@ -229,7 +234,7 @@ def run(args) -> int:
                   trials_per_iter=args.trials_per_iter, weights=weights,
                   progress=not args.quiet, repeats=args.repeats,
                   min_repeat_ms=args.min_repeat_ms, population=args.population,
-                  minutes=args.minutes, build_timeout=args.build_timeout)
+                  minutes=args.minutes, build_timeout=args.build_timeout, jobs=args.jobs)
     result.curve.assign(weighted_latency=result.weighted_latency()).to_csv(
         args.out / "curve.csv", index=False)
     plot_curve(result, args.out / "curve.png")
@@ -240,7 +245,8 @@ def run(args) -> int:
                "cost_model": args.cost_model, "trials": trials,
                "budget": {"minutes": args.minutes} if args.minutes else {"trials": args.trials},
                "seconds": result.seconds, "cost_model_seconds": result.cost_model_seconds,
-               "builds": result.builds,
+               "builds": result.builds, "search_seconds": result.search_seconds,
+               "jobs": args.jobs,
                "rounds": result.rounds, "best_latency": best,
                "weights": dict(zip(best, result.weights, strict=True)),
                "weighted_latency": float(result.weighted_latency().iloc[-1])

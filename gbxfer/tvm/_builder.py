@@ -36,8 +36,7 @@ class PooledBuilder:
     TVM's ``LocalBuilder`` starts fresh workers on every ``build`` call (against a memory leak
     in long-lived ones), and a fresh worker imports TVM first: on a 2-vCPU Zen 3, seconds per
     call, more than building a batch of small programs. These workers are restarted only after
-    ``recycle`` programs. For ``gbxfer collect``, which calls ``build`` once per batch and
-    target; MetaSchedule's own tuning keeps :func:`local_builder`.
+    ``recycle`` programs. ``gbxfer collect`` and ``gbxfer tune`` build with it.
     """
 
     def __init__(self, max_workers: int = 1, timeout_sec: float = 60.0, recycle: int = 512,

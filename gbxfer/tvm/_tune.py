@@ -9,6 +9,8 @@ latency of every task. The budget is a number of trials or of minutes (``TimeBud
 ``TimedCostModel`` wraps any cost model to time its ``update`` and ``predict`` (the cost model's
 own share of a round), ``TimedBuilder`` the builder (MetaSchedule builds each batch before it
 searches the next, so a program slow to compile holds the whole run up to the build timeout).
+A round is search, builds and measurement one after the other (TVM's ``LocalRunner`` waits for
+its batch), so ``jobs`` threads search and ``jobs`` workers build without disturbing a timing.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from tvm.s_tir.meta_schedule.search_strategy import PySearchStrategy
 from ..records.formats._metaschedule import run_latency
 from ..hardware.profiles import HardwareProfile
 from ..records.suite import Task
-from ._builder import BUILD_TIMEOUT, local_builder
+from ._builder import BUILD_TIMEOUT, PooledBuilder
 from ._collect_plan import CollectPlan, make_runner
 from ._logging import metaschedule_logging
 from ._task_modules import task_module
@@ -88,11 +90,13 @@ class TimedBuilder(PyBuilder):
 
 
 class TimeBudget:
-    """Minutes of wall clock, counted from ``start()``; shared by every task's search."""
+    """Minutes of wall clock (``math.inf``: no limit), counted from ``start()``; shared by
+    every task's search, which adds the seconds it spends to ``searching``."""
 
     def __init__(self, minutes: float):
         self.seconds = 60.0 * minutes
         self.deadline = math.inf
+        self.searching = 0.0
 
     def start(self) -> None:
         self.deadline = time.monotonic() + self.seconds
@@ -129,7 +133,10 @@ class TimeBudgetSearch(PySearchStrategy):
     def generate_measure_candidates(self):
         if self.budget.spent():
             return None
-        return self.inner.generate_measure_candidates()
+        start = time.perf_counter()
+        candidates = self.inner.generate_measure_candidates()
+        self.budget.searching += time.perf_counter() - start
+        return candidates
 
     def notify_runner_results(self, measure_candidates, results) -> None:
         self.inner.notify_runner_results(measure_candidates, results)
@@ -187,6 +194,7 @@ class TuneResult:
     rounds: int
     seconds: float
     builds: dict  # seconds building, programs, timeouts (programs given up on), timeout (s)
+    search_seconds: float  # the evolutionary search's, the cost model's predict within them
 
     def weighted_latency(self) -> pd.Series:
         """Sum over tasks of weight x best latency, after each batch (NaN until every task has
@@ -205,7 +213,8 @@ def _name_and_module(task):
 def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
          seed: int = 0, trials_per_iter: int = 16, weights=None, progress: bool = True,
          repeats: int = 3, min_repeat_ms: int = 40, population: int = 512,
-         minutes: float | None = None, build_timeout: float = BUILD_TIMEOUT) -> TuneResult:
+         minutes: float | None = None, build_timeout: float = BUILD_TIMEOUT,
+         jobs: int = 1) -> TuneResult:
     """Tune ``tasks`` (suite :class:`Task` s, or the ``ExtractedTask`` s of
     ``ms.relax_integration.extract_tasks``) on ``profile`` for ``trials`` measurements in all,
     or (``trials=None``) for ``minutes`` of wall clock from the start of MetaSchedule's tuning
@@ -214,10 +223,12 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
     gradient task scheduler shares the measurements out where the weighted latency falls
     fastest (weights default to the tasks' own). The database goes to ``out/metaschedule``,
     one line per measured program in the order measured, and the curve to ``out/curve.csv``
-    as it grows. ``population`` is the evolutionary search's (MetaSchedule's default, 512)."""
+    as it grows. ``population`` is the evolutionary search's (MetaSchedule's default, 512).
+    ``jobs``: the search's threads and the builder's workers (which live across batches); more
+    than one makes the search's draws depend on the threads' timing."""
     if (trials is None) == (minutes is None):
         raise ValueError("give exactly one budget: trials or minutes")
-    budget = TimeBudget(minutes) if minutes is not None else None
+    budget = TimeBudget(minutes if minutes is not None else math.inf)
     import tvm
     from tvm.s_tir import meta_schedule as ms
 
@@ -231,11 +242,11 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
 
     def search():
         evolutionary = ms.search_strategy.EvolutionarySearch(population_size=population)
-        return evolutionary if budget is None else TimeBudgetSearch(evolutionary, budget)
+        return TimeBudgetSearch(evolutionary, budget)
 
     contexts = [ms.TuneContext(mod=mod, target=target, space_generator="post-order-apply",
                                search_strategy=search(), task_name=name, rand_state=seed + i,
-                               num_threads=1).clone()
+                               num_threads=jobs).clone()
                 for i, (name, mod) in enumerate(named)]
     plan = CollectPlan(suite=None, profiles=[profile], programs=0, out=out, repeats=repeats,
                        min_repeat_ms=min_repeat_ms)
@@ -248,24 +259,28 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
         (out / "curve.csv").unlink(missing_ok=True)
         curve = CurveCallback(len(tasks), bar, out / "curve.csv")
         start = time.perf_counter()
-        builder = TimedBuilder(local_builder(timeout_sec=build_timeout))
+        pooled = PooledBuilder(max_workers=jobs, timeout_sec=build_timeout)
+        builder = TimedBuilder(pooled)
         runner = make_runner(profile, plan)  # seconds: the workers start
         curve.start = time.perf_counter()  # the curve's clock starts with the budget's
-        if budget is not None:  # from here, once TVM's intrinsics and the workers are loaded
-            budget.start()
-        ms.tune_tasks(tasks=contexts, task_weights=weights, work_dir=str(out),
-                      max_trials_global=trials if trials is not None else UNLIMITED_TRIALS,
-                      num_trials_per_iter=trials_per_iter, builder=builder, runner=runner,
-                      database=database, cost_model=timed,
-                      measure_callbacks=[*ms.measure_callback.MeasureCallback.create("default"),
-                                         curve])
+        budget.start()  # from here, once TVM's intrinsics and the workers are loaded
+        try:
+            ms.tune_tasks(tasks=contexts, task_weights=weights, work_dir=str(out),
+                          max_trials_global=trials if trials is not None else UNLIMITED_TRIALS,
+                          num_trials_per_iter=trials_per_iter, builder=builder, runner=runner,
+                          database=database, cost_model=timed,
+                          measure_callbacks=[
+                              *ms.measure_callback.MeasureCallback.create("default"), curve])
+        finally:
+            pooled.close()
     columns = ["trials", "seconds", "task", "failures", *(f"best_{i}" for i in
                                                           range(len(tasks)))]
     return TuneResult([name for name, _ in named], weights,
                       pd.DataFrame(curve.rows, columns=columns),
                       dict(timed.seconds), timed.rounds, time.perf_counter() - start,
                       {"seconds": builder.seconds, "programs": builder.programs,
-                       "timeouts": builder.timeouts, "timeout": build_timeout})
+                       "timeouts": builder.timeouts, "timeout": build_timeout},
+                      budget.searching)
 
 
 def xgbmodel_pretrained(dataset):
