@@ -408,6 +408,8 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=RESULTS / "bench_onnx")
     parser.add_argument("--name", default="bench_onnx")
     args = parser.parse_args()
+    if args.jobs < 1:
+        parser.error("--jobs: at least 1")
     args.points = sorted(p for p in args.points if p <= args.minutes) or [args.minutes]
     import onnx
 
@@ -446,7 +448,7 @@ def main() -> None:
                 "minutes"] is not None else f"{key}: gbxfer does not match ONNX Runtime in "
                 f"{args.minutes:g} min; it ends at {entry['ends_at_over_onnxruntime']:.3g}x")
         write_results(args.name, rows, minutes=args.minutes, points=args.points,
-                      hardware=args.hardware, repeats=args.repeats, cpu=cpu,
+                      hardware=args.hardware, repeats=args.repeats, jobs=args.jobs, cpu=cpu,
                       matches_onnxruntime=matches)
         plot(rows, RESULTS / f"{args.name}.png")
 

@@ -7,8 +7,8 @@ build the programs each one picked, rebuilt here.
 
 --work is a run folder of ``scripts/bench_onnx.py``. MetaSchedule's task scheduler commits no
 result until its first round has sent every task's first batch to the builder, which builds
-them one at a time (``gbxfer tune``'s builder has one worker and had a 60 s timeout when these runs were tuned), so that
-round's wall time is the search's, the builds' and the runner's left-over. For each method,
+them one at a time (``gbxfer tune``'s builder had one worker and a 60 s timeout when these runs were tuned), so that
+round's wall time is the search's, the builds' and the measurements'. For each method,
 the first round is the records committed up to the curve's row for the last task of the
 round; --per-task of each task's first-round records that built and ran are drawn (seeded)
 and built again with the tuning builder's function (``fast_build``), methods alternating per

@@ -2,7 +2,7 @@
 
     python scripts/tune_time_split.py --onnx MODEL.onnx --hardware PROFILE
                                       [--tasks 7,21,24] [--methods gbxfer,xgb] [--seed 1]
-                                      [--build-timeouts 15] [--jobs 1,2] [--trials-per-iter 16]
+                                      [--build-timeouts 15] [--jobs 1] [--trials-per-iter 16]
                                       [--name tune_time_split]
 
 Tunes the chosen tasks (indices into the network's extracted tasks, in ``gbxfer tune``'s order)
@@ -11,7 +11,7 @@ for one round each, i.e. ``--trials-per-iter`` programs per task, with ``gbxfer.
 order. MetaSchedule searches a task's batch (the cost model's ``predict`` inside it), builds it
 and measures it (TVM's LocalRunner waits for the batch), one task after the other: a round's
 wall time is search + builds + measurement. Reported per run: wall seconds (by the tuning
-curve's clock, which starts once the builder's and runner's workers are up), the search's
+curve's clock, which starts once the runner's worker is up), the search's
 seconds (the cost model's ``predict`` within them), the builds' seconds (a worker restarted
 after a timeout counted in them), programs and timeouts, the cost model's seconds, and the rest
 (measurement), plus the weighted best latency of the round. ``--jobs``: ``gbxfer tune
@@ -40,6 +40,8 @@ def main() -> None:
     parser.add_argument("--trials-per-iter", type=int, default=16)
     parser.add_argument("--name", default="tune_time_split")
     args = parser.parse_args()
+    if any(int(j) < 1 for j in args.jobs.split(",")):
+        parser.error("--jobs: at least 1 each")
 
     import tvm
     from gbxfer.hardware.profiles import load_profile

@@ -117,6 +117,7 @@ BAD_NUMBERS = [
     ([*TUNE, "--trials", "16"], "--population", ["0"]),
     ([*TUNE, "--trials", "16"], "--repeats", ["0"]),
     ([*TUNE, "--trials", "16"], "--min-repeat-ms", ["-1"]),
+    ([*TUNE, "--trials", "16"], "--jobs", ["0", "257", "x"]),
 ]
 
 

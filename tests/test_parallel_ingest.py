@@ -117,7 +117,7 @@ def test_workers_are_no_more_than_chunks_or_cpus(ansor_dir, monkeypatch):
     log = min(ansor_dir.rglob("*.json*"))
     assert_same(outcome([log]), outcome([log], jobs=100_000))
     assert started == [1]
-    monkeypatch.setattr(_parallel, "_usable_cpus", lambda: 3)
+    monkeypatch.setattr(_parallel, "usable_cpus", lambda: 3)
     outcome([ansor_dir], jobs=100_000)
     assert started[-1] == 3
 

@@ -75,6 +75,7 @@ def test_jobs_search_and_build_in_parallel(tmp_path):
                  "--repeats", "1", "--min-repeat-ms", "1", "--jobs", "2",
                  "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
+    assert summary["jobs"] == 2
     assert summary["builds"]["programs"] == 32 and summary["builds"]["timeouts"] == 0
     assert summary["search_seconds"] > 0
     assert pd.read_csv(out / "curve.csv")["failures"].iloc[-1] == 0

@@ -15,6 +15,7 @@ from ..errors import GbxferError
 from ..config_files import find_config
 from ..hardware.profiles import load_profile
 from ..online import MODES
+from ..records._parallel import usable_cpus
 from ..records.suite import load_suite
 from ._common import (command_stamp, non_negative_int, output_folder, positive_float,
                       positive_int)
@@ -87,8 +88,8 @@ def add_parser(verbs, common):
                         help="measurements in all")
     budget.add_argument("--minutes", type=positive_float, metavar="M",
                         help="tune for M minutes of wall clock instead, counted once TVM and "
-                             "its workers have started (no measurement batch starts after "
-                             "them; compiling and checking the network take extra)")
+                             "the runner's worker have started (no measurement batch starts "
+                             "after them; compiling and checking the network take extra)")
     p.add_argument("--trials-per-iter", type=_at_most(positive_int, INT32_MAX), default=16,
                    metavar="N",
                    help="measurements per search round (default: 16)")
@@ -105,7 +106,7 @@ def add_parser(verbs, common):
                    help="a program not compiled within this long counts as failed (the "
                         "search waits for each batch's builds; the fastest programs of "
                         "ResNet-50 and BERT runs compiled in under 2.2 s) (default: 15)")
-    cores = len(os.sched_getaffinity(0))
+    cores = usable_cpus()
     p.add_argument("--jobs", type=_at_most(positive_int, 256), default=cores, metavar="N",
                    help="threads for the search and workers for the builds (more than one "
                         "makes the search's draws depend on their timing); kernels are timed "

@@ -75,7 +75,7 @@ def fork_pool(workers: int):
         gc.unfreeze()
 
 
-def _usable_cpus() -> int:
+def usable_cpus() -> int:
     """CPUs this process may run on (its affinity mask where the platform has one)."""
     try:
         return len(os.sched_getaffinity(0)) or 1
@@ -124,7 +124,7 @@ def read_in_parallel(steps, builder: RecordBuilder, datasets: list, progress, jo
             chunks[i] = list(zip(starts, [*starts[1:], None]))
     # a fork pool starts all its workers at once: no more than there are chunks to read or
     # CPUs to read them on (the dataset is the same whatever the number)
-    workers = max(1, min(jobs, sum(map(len, chunks.values())), _usable_cpus()))
+    workers = max(1, min(jobs, sum(map(len, chunks.values())), usable_cpus()))
     with fork_pool(workers) as pool:
         futures = {i: [pool.submit(_read_chunk, steps[i], start, stop, builder.skip_bad)
                        for start, stop in ranges] for i, ranges in chunks.items()}

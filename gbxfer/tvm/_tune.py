@@ -4,7 +4,7 @@
 tasks (their weights given to it) on one hardware profile, with gbxfer's fast builder and the
 profile's runner, writes the MetaSchedule database (``gbxfer ingest`` reads it back) and returns
 the curve: after each measured batch, the trials so far, wall-clock seconds since the budget
-started (after the builder and runner workers are up), and the best
+started (once the runner's worker is up; the builder's start with the first batch), and the best
 latency of every task. The budget is a number of trials or of minutes (``TimeBudgetSearch``).
 ``TimedCostModel`` wraps any cost model to time its ``update`` and ``predict`` (the cost model's
 own share of a round), ``TimedBuilder`` the builder (MetaSchedule builds each batch before it
@@ -225,7 +225,8 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
     one line per measured program in the order measured, and the curve to ``out/curve.csv``
     as it grows. ``population`` is the evolutionary search's (MetaSchedule's default, 512).
     ``jobs``: the search's threads and the builder's workers (which live across batches); more
-    than one makes the search's draws depend on the threads' timing."""
+    than one (``gbxfer tune``'s default: the usable cores) makes the search's draws depend on
+    the threads' timing."""
     if (trials is None) == (minutes is None):
         raise ValueError("give exactly one budget: trials or minutes")
     budget = TimeBudget(minutes if minutes is not None else math.inf)
@@ -261,9 +262,9 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
         start = time.perf_counter()
         pooled = PooledBuilder(max_workers=jobs, timeout_sec=build_timeout)
         builder = TimedBuilder(pooled)
-        runner = make_runner(profile, plan)  # seconds: the workers start
+        runner = make_runner(profile, plan)  # seconds: its worker starts
         curve.start = time.perf_counter()  # the curve's clock starts with the budget's
-        budget.start()  # from here, once TVM's intrinsics and the workers are loaded
+        budget.start()  # from here, once TVM's intrinsics and the runner are loaded
         try:
             ms.tune_tasks(tasks=contexts, task_weights=weights, work_dir=str(out),
                           max_trials_global=trials if trials is not None else UNLIMITED_TRIALS,
