@@ -184,8 +184,8 @@ def tune_run(model_path: Path, method: str, args, out: Path) -> dict:
         if summary["budget"] != {"minutes": args.minutes}:
             raise SystemExit(f"{out} was tuned for {summary['budget']}, not {args.minutes:g} "
                              "minutes: give another --work")
-        if summary.get("jobs", 1) != args.jobs:
-            raise SystemExit(f"{out} was tuned with --jobs {summary.get('jobs', 1)}, not "
+        if (jobs := summary.get("jobs", 1)) != args.jobs:  # 1 before --jobs was recorded
+            raise SystemExit(f"{out} was tuned with --jobs {jobs}, not "
                              f"{args.jobs}: give another --work")
         return summary
     if out.exists():  # a run killed midway starts again

@@ -12,6 +12,7 @@ import os
 # seconds: a tuning batch waits for its builds, and the fastest programs of 60-minute ResNet-50
 # and BERT-base runs compiled in under 2.2 s while some picks took a minute or more
 BUILD_TIMEOUT = 15.0
+TIMEOUT_MESSAGE = "LocalBuilder: Timeout"  # how TVM's LocalBuilder (and ours) reports one
 
 
 def fast_build(mod, target, _params):
@@ -65,7 +66,7 @@ class PooledBuilder:
                 results.append(BuilderResult(result.value, None))
             elif result.status == StatusKind.TIMEOUT:
                 results.append(BuilderResult(
-                    None, f"LocalBuilder: Timeout, killed after {self.timeout_sec} seconds"))
+                    None, f"{TIMEOUT_MESSAGE}, killed after {self.timeout_sec} seconds"))
             else:
                 results.append(BuilderResult(None, "LocalBuilder: An exception occurred\n"
                                              + str(result.value)))

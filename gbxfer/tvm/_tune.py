@@ -31,7 +31,7 @@ from tvm.s_tir.meta_schedule.search_strategy import PySearchStrategy
 from ..records.formats._metaschedule import run_latency
 from ..hardware.profiles import HardwareProfile
 from ..records.suite import Task
-from ._builder import BUILD_TIMEOUT, PooledBuilder
+from ._builder import BUILD_TIMEOUT, TIMEOUT_MESSAGE, PooledBuilder
 from ._collect_plan import CollectPlan, make_runner
 from ._logging import metaschedule_logging
 from ._task_modules import task_module
@@ -84,8 +84,7 @@ class TimedBuilder(PyBuilder):
         results = self.inner.build(build_inputs)
         self.seconds += time.perf_counter() - start
         self.programs += len(build_inputs)
-        self.timeouts += sum((r.error_msg or "").startswith("LocalBuilder: Timeout")
-                             for r in results)
+        self.timeouts += sum((r.error_msg or "").startswith(TIMEOUT_MESSAGE) for r in results)
         return results
 
 
