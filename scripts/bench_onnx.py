@@ -2,7 +2,8 @@
 
     python scripts/bench_onnx.py [--models resnet50,bert] [--minutes 60] [--points 15,30,60]
                                  --hardware PROFILE [--seed 0] [--repeats 15] [--jobs 1]
-                                 [--work DIR] [--bert-layers 12] [--name bench_onnx]
+                                 [--population N] [--work DIR] [--bert-layers 12]
+                                 [--name bench_onnx]
 
 Builds two real architectures as ONNX graphs in code, with seeded random weights (latency does
 not depend on their values): ResNet-50 (batch 1, 3 x 224 x 224, NCHW, batch norm folded into
@@ -11,7 +12,8 @@ GELU, LayerNormalization; batch 1, sequence 128; hidden states in). Tunes each o
 (give this machine's native ISA at 1 thread, e.g. spr-avx512-1t) for --minutes with ``gbxfer
 tune --onnx`` and the gbxfer cost model (the pretrained model, online updates), and with
 ``--cost-model xgb`` (TVM's XGBModel), both with ``--jobs`` (threads searching, workers
-building): one run each, saved under --work as it finishes (a rerun
+building; gbxfer's run with ``--population``, by default ``gbxfer tune``'s, XGBModel's with
+MetaSchedule's 512): one run each, saved under --work as it finishes (a rerun
 skips finished runs and timings; a work folder resumes only on the CPU model and profile that
 began it). Each run's database as it was at each of --points minutes by the tuning curve's
 clock (the last point: the shorter run's end, as both overrun the budget by their last batch)
@@ -187,6 +189,10 @@ def tune_run(model_path: Path, method: str, args, out: Path) -> dict:
         if (jobs := summary.get("jobs", 1)) != args.jobs:  # 1 before --jobs was recorded
             raise SystemExit(f"{out} was tuned with --jobs {jobs}, not "
                              f"{args.jobs}: give another --work")
+        population = summary.get("population", 512)  # 512 before it was recorded
+        if method == "gbxfer" and population != args.population:
+            raise SystemExit(f"{out} was tuned with --population {population}, not "
+                             f"{args.population}: give another --work")
         return summary
     if out.exists():  # a run killed midway starts again
         import shutil
@@ -195,6 +201,8 @@ def tune_run(model_path: Path, method: str, args, out: Path) -> dict:
     command = [sys.executable, "-m", "gbxfer", "tune", "--onnx", str(model_path), "--hardware",
                args.hardware, "--minutes", str(args.minutes), "--cost-model", method,
                "--seed", str(args.seed), "--jobs", str(args.jobs), "--out", str(out)]
+    if method == "gbxfer":
+        command[-2:-2] = ["--population", str(args.population)]
     print("$", " ".join(command), flush=True)
     subprocess.run(command, check=False)  # outputs beyond tolerance exit 2, summary written
     if not (out / "summary.json").exists():
@@ -404,12 +412,18 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--jobs", type=int, default=1,
                         help="gbxfer tune --jobs: threads searching, workers building")
+    parser.add_argument("--population", type=int,
+                        help="gbxfer tune --population for gbxfer's run (default: gbxfer "
+                             "tune's; XGBModel's: 512)")
     parser.add_argument("--bert-layers", type=int, default=12)
     parser.add_argument("--work", type=Path, default=RESULTS / "bench_onnx")
     parser.add_argument("--name", default="bench_onnx")
     args = parser.parse_args()
-    if args.jobs < 1:
-        parser.error("--jobs: at least 1")
+    if args.jobs < 1 or (args.population is not None and args.population < 1):
+        parser.error("--jobs and --population: at least 1")
+    from gbxfer.tvm._tune import GBXFER_POPULATION
+
+    args.population = args.population or GBXFER_POPULATION  # gbxfer tune's with --minutes
     args.points = sorted(p for p in args.points if p <= args.minutes) or [args.minutes]
     import onnx
 
@@ -448,7 +462,8 @@ def main() -> None:
                 "minutes"] is not None else f"{key}: gbxfer does not match ONNX Runtime in "
                 f"{args.minutes:g} min; it ends at {entry['ends_at_over_onnxruntime']:.3g}x")
         write_results(args.name, rows, minutes=args.minutes, points=args.points,
-                      hardware=args.hardware, repeats=args.repeats, jobs=args.jobs, cpu=cpu,
+                      hardware=args.hardware, repeats=args.repeats, jobs=args.jobs,
+                      population=args.population, cpu=cpu,
                       matches_onnxruntime=matches)
         plot(rows, RESULTS / f"{args.name}.png")
 

@@ -113,7 +113,7 @@ def run_one(tasks, weights, method, seed, profile, trials, pretrained, source, n
            "weighted": result.weighted_latency().tolist(),
            "cost_model_seconds": result.cost_model_seconds, "rounds": result.rounds,
            "seconds": result.seconds, "builds": result.builds,  # with the build timeout
-           "search_seconds": result.search_seconds,
+           "search_seconds": result.search_seconds, "population": result.population,
            "commit": stamp()["commit"]}  # which adapter ran
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")

@@ -75,10 +75,20 @@ def test_jobs_search_and_build_in_parallel(tmp_path):
                  "--repeats", "1", "--min-repeat-ms", "1", "--jobs", "2",
                  "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["jobs"] == 2
+    assert summary["jobs"] == 2 and summary["population"] == 64
     assert summary["builds"]["programs"] == 32 and summary["builds"]["timeouts"] == 0
     assert summary["search_seconds"] > 0
     assert pd.read_csv(out / "curve.csv")["failures"].iloc[-1] == 0
+
+
+def test_a_smaller_population_only_for_gbxfer_in_a_budget_of_minutes():
+    from gbxfer.tvm import GbxferCostModel
+    from gbxfer.tvm._tune import default_population
+
+    gbxfer = GbxferCostModel(model=None)
+    assert default_population(gbxfer, 30.0) == 128
+    assert default_population(gbxfer, None) == 512  # trials: searching costs no trials
+    assert default_population("xgb", 30.0) == default_population("random", 30.0) == 512
 
 
 def test_an_online_mode_that_needs_a_model_refuses_a_cold_start(tmp_path, capsys):

@@ -96,8 +96,9 @@ def add_parser(verbs, common):
     p.add_argument("--out", required=True, type=output_folder, metavar="DIR")
     p.add_argument("--seed", type=_at_most(non_negative_int, INT32_MAX), default=0,
                    help="random seed, 0 to 2^31-1 (default: 0)")
-    p.add_argument("--population", type=_at_most(positive_int, INT32_MAX), default=512,
-                   help="evolutionary search population per round (MetaSchedule's default)")
+    p.add_argument("--population", type=_at_most(positive_int, INT32_MAX),
+                   help="evolutionary search population per round (default: 128 with the "
+                        "gbxfer cost model and --minutes, else MetaSchedule's 512)")
     p.add_argument("--repeats", type=_at_most(positive_int, INT32_MAX), default=3,
                    help="timed repeats per program")
     p.add_argument("--min-repeat-ms", type=_at_most(non_negative_int, INT32_MAX), default=40,
@@ -247,15 +248,16 @@ def run(args) -> int:
                "budget": {"minutes": args.minutes} if args.minutes else {"trials": args.trials},
                "seconds": result.seconds, "cost_model_seconds": result.cost_model_seconds,
                "builds": result.builds, "search_seconds": result.search_seconds,
-               "jobs": args.jobs,
+               "jobs": args.jobs, "population": result.population,
                "rounds": result.rounds, "best_latency": best,
                "weights": dict(zip(best, result.weights, strict=True)),
                "weighted_latency": float(result.weighted_latency().iloc[-1])
                if len(result.curve) else None}
     if args.cost_model == "gbxfer":
         final = list(cost_model.online.weight.values())  # per task, after its last round
-        summary["online"] = {"mode": args.online, "session_weight_mean": float(np.mean(final))
-                             if final else None, "tasks_led_by_session": sum(w > 0.5 for w in final)}
+        summary["online"] = {"mode": args.online,
+                             "session_weight_mean": float(np.mean(final)) if final else None,
+                             "tasks_led_by_session": sum(w > 0.5 for w in final)}
     for name, latency in best.items():
         print(f"{name}: best {latency * 1e3:.4g} ms" if latency is not None else
               f"{name}: not measured")

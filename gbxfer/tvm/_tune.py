@@ -38,6 +38,23 @@ from ._task_modules import task_module
 from ._intrinsics import import_tensor_intrinsics
 
 UNLIMITED_TRIALS = 1_000_000_000  # a time budget's trial cap: MetaSchedule counts in int32
+# The evolutionary search's population with gbxfer's cost model and a time budget: mutating
+# and checking the population is most of a round's search, and in a budget of minutes every
+# second searching is one not measuring. A first round's picks from 128 candidates were as fast
+# as from MetaSchedule's 512 (scripts/tune_time_split.py); later ones are slower per trial but
+# the run measures more, and ends faster (scripts/bench_onnx.py --population).
+GBXFER_POPULATION = 128
+METASCHEDULE_POPULATION = 512  # MetaSchedule's default: any other cost model, or trials
+
+
+def default_population(cost_model, minutes: float | None) -> int:
+    """The population ``tune`` searches with when none is given: ``GBXFER_POPULATION`` for a
+    :class:`~gbxfer.tvm.GbxferCostModel` in a budget of ``minutes``; MetaSchedule's default for
+    any other cost model or a budget of trials (where the search's time costs no trials)."""
+    from ._cost_model import GbxferCostModel
+
+    return GBXFER_POPULATION if minutes is not None and isinstance(
+        cost_model, GbxferCostModel) else METASCHEDULE_POPULATION
 
 
 @derived_object
@@ -194,6 +211,7 @@ class TuneResult:
     seconds: float
     builds: dict  # seconds building, programs, timeouts (programs given up on), timeout (s)
     search_seconds: float  # the evolutionary search's, the cost model's predict within them
+    population: int  # the evolutionary search's
 
     def weighted_latency(self) -> pd.Series:
         """Sum over tasks of weight x best latency, after each batch (NaN until every task has
@@ -211,7 +229,7 @@ def _name_and_module(task):
 
 def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
          seed: int = 0, trials_per_iter: int = 16, weights=None, progress: bool = True,
-         repeats: int = 3, min_repeat_ms: int = 40, population: int = 512,
+         repeats: int = 3, min_repeat_ms: int = 40, population: int | None = None,
          minutes: float | None = None, build_timeout: float = BUILD_TIMEOUT,
          jobs: int = 1) -> TuneResult:
     """Tune ``tasks`` (suite :class:`Task` s, or the ``ExtractedTask`` s of
@@ -222,13 +240,16 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
     gradient task scheduler shares the measurements out where the weighted latency falls
     fastest (weights default to the tasks' own). The database goes to ``out/metaschedule``,
     one line per measured program in the order measured, and the curve to ``out/curve.csv``
-    as it grows. ``population`` is the evolutionary search's (MetaSchedule's default, 512).
+    as it grows. ``population`` is the evolutionary search's (default: ``default_population``,
+    128 with a :class:`~gbxfer.tvm.GbxferCostModel` and ``minutes``, else MetaSchedule's 512).
     ``jobs``: the search's threads and the builder's workers (which live across batches); more
     than one (``gbxfer tune``'s default: the usable cores) makes the search's draws depend on
     the threads' timing."""
     if (trials is None) == (minutes is None):
         raise ValueError("give exactly one budget: trials or minutes")
     budget = TimeBudget(minutes if minutes is not None else math.inf)
+    population = population if population is not None else default_population(cost_model,
+                                                                              minutes)
     import tvm
     from tvm.s_tir import meta_schedule as ms
 
@@ -280,7 +301,7 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
                       dict(timed.seconds), timed.rounds, time.perf_counter() - start,
                       {"seconds": builder.seconds, "programs": builder.programs,
                        "timeouts": builder.timeouts, "timeout": build_timeout},
-                      budget.searching)
+                      budget.searching, population)
 
 
 def xgbmodel_pretrained(dataset):
