@@ -1,12 +1,18 @@
 """Copy collected datasets into the package as the bundled dataset (gbxfer/data/bundled).
 
     python scripts/package_bundled.py --from COLLECT_DIR/dataset [--from ...] [--add]
+                                      [--complete COLLECT_DIR/metaschedule/complete.json]
 
-``--add`` keeps the records the bundled dataset already has (a new machine's collection is
-added beside them; a profile name already there on another machine is refused).
-Keeps every record and the collection commands of its manifest, adds the measured noise
-(scripts/results/noise.json) when present, computes the per-store features (TVM; reusing those
-the bundled dataset already has) and checks the 30 MB limit.
+``--add`` adds the bundled dataset's records to the sources (a new machine's collection is
+added beside them; a profile name already there on another machine is refused). Of all of
+them it keeps, on each machine, the programs measured on every one of its profiles, of the
+tasks it holds whole: at least ``--min-programs`` (64) such programs, or a task that a
+``--complete`` file of a collection lists as finished (a design space with fewer distinct
+programs) with as many as the machine with the most has (a replay measures the programs of
+another machine's collection). A collection stopped halfway through a task or a profile so
+leaves that task out until it is finished. Keeps the collection commands of the manifests,
+adds the measured noise (scripts/results/noise.json) when present, computes the per-store
+features (TVM; reusing those the bundled dataset already has) and checks the 30 MB limit.
 """
 from __future__ import annotations
 
@@ -14,11 +20,34 @@ import argparse
 import json
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
 from gbxfer import Dataset, load_dataset
 from gbxfer.records.dataset import BUNDLED
 
 LIMIT_MB = 30
+MIN_PROGRAMS = 64  # per (task, profile): the collection's --programs
 NOISE = Path(__file__).resolve().parent / "results" / "noise.json"
+
+
+def whole(ds: Dataset, min_programs: int = MIN_PROGRAMS, complete=frozenset()) -> Dataset:
+    """Per machine, the programs measured on every one of its profiles, of the tasks that have
+    at least ``min_programs`` of them, or those of the task keys in ``complete`` (finished with
+    fewer) that have as many as the machine with the most has."""
+    r = ds.records
+    profiles = r.groupby("machine")["hardware"].transform("nunique")
+    everywhere = r.groupby(["machine", "program_id"])["hardware"].transform("nunique") == profiles
+    programs = r[everywhere].groupby(["machine", "task_key"])["program_id"].nunique()
+    most = programs.groupby(level="task_key").transform("max")
+    finished = programs.index.get_level_values("task_key").isin(list(complete))
+    kept = programs[(programs >= np.minimum(min_programs, most))
+                    & ((programs >= min_programs) | finished)].index
+    keep = everywhere & pd.MultiIndex.from_frame(r[["machine", "task_key"]]).isin(kept)
+    for machine, g in r[~keep].groupby("machine"):
+        print(f"left out on {machine}: {len(g)} records of {g['task_key'].nunique()} tasks "
+              f"(programs not on all its {profiles[g.index[0]]} profiles, or tasks not whole)")
+    return ds.select(keep.to_numpy())
 
 
 def main() -> None:
@@ -26,11 +55,17 @@ def main() -> None:
     parser.add_argument("--from", dest="sources", required=True, action="append")
     parser.add_argument("--add", action="store_true",
                         help="keep the bundled dataset's records beside the new ones")
+    parser.add_argument("--min-programs", type=int, default=MIN_PROGRAMS,
+                        help="programs a task needs on every profile of a machine to be kept")
+    parser.add_argument("--complete", action="append", default=[], type=Path,
+                        help="a collection's metaschedule/complete.json: its finished tasks")
     args = parser.parse_args()
+    complete = {key for path in args.complete
+                for keys in json.loads(path.read_text()).values() for key in keys}
     parts = [load_dataset(s) for s in args.sources]
     if args.add:
         parts.insert(0, load_dataset("bundled"))
-    ds = Dataset.concat(parts)
+    ds = whole(Dataset.concat(parts), args.min_programs, complete)
     ds.manifest["description"] = (
         "Programs of the 'networks' suite (ResNet-50, MobileNet-V2, BERT-base, ResNet-18) "
         "collected with `gbxfer collect` on ISA/thread profiles of the machines "

@@ -118,6 +118,7 @@ BAD_NUMBERS = [
     ([*TUNE, "--trials", "16"], "--repeats", ["0"]),
     ([*TUNE, "--trials", "16"], "--min-repeat-ms", ["-1"]),
     ([*TUNE, "--trials", "16"], "--jobs", ["0", "257", "x"]),
+    ([*TUNE, "--trials", "16"], "--parallel-within", ["0", "1", "-0.1", "nan", "x"]),
 ]
 
 

@@ -15,7 +15,8 @@ from gbxfer.cli import main
 from gbxfer.hardware import FIELDS, HardwareDescriptor, describe_hardware, microarch
 from gbxfer.hardware.probe import (
     CHAINS,
-    ISAS,
+    SEPARATE_CHAINS,
+    chain_counts,
     host_machine,
     kernel_asm,
     measure_clock_ghz,
@@ -223,15 +224,17 @@ def _hot_loop(asm: str, op: str) -> list[str]:
 
 
 @needs_x86_compiler
-@pytest.mark.parametrize("isa, op", [("avx512", "vfmadd"), ("avx2-fma", "vfmadd"),
-                                     ("avx", "vmulps"), ("sse4.2", "mulps")])
-def test_probe_kernel_loop_is_all_chains_in_registers(isa, op):
+@pytest.mark.parametrize("isa, op, chains", [
+    ("avx512", "vfmadd", CHAINS[512]), ("avx2-fma", "vfmadd", CHAINS[256]),
+    *((isa, op, n) for isa, op in [("avx", "vmulps"), ("sse4.2", "mulps")]
+      for n in SEPARATE_CHAINS)])
+def test_probe_kernel_loop_is_all_chains_in_registers(isa, op, chains):
+    assert chains in chain_counts(isa)
     try:
-        asm = kernel_asm(isa)
+        asm = kernel_asm(isa, chains)
     except GbxferError as exc:  # a compiler without this ISA (the CPU need not have it)
         pytest.skip(str(exc))
     loop = _hot_loop(asm, op)
-    chains = CHAINS[ISAS[isa][1]]
     assert chains >= 8  # FMA: latency 4 x 2 pipes; separate: 2 x (latency 3 x 2 pipes) on Zen
     assert not [line for line in loop if "%rsp" in line or "%rbp" in line]  # no spills
     if op == "vfmadd":

@@ -79,6 +79,38 @@ def test_network_tuned_then_compiled_from_a_database_prefix(tmp_path):
     assert len(seconds) == 2 and all(0 < s < 0.1 for s in seconds)
 
 
+def test_prefer_parallel_picks_a_parallel_record_within_the_margin_only():
+    from tvm.s_tir import Schedule
+    from tvm.s_tir import meta_schedule as ms
+
+    from gbxfer.tvm._networks import extract_tasks, has_parallel_loop, prefer_parallel, prepare
+
+    target = tvm.target.Target({"kind": "llvm"})
+    mod = extract_tasks(prepare(mlp()), target)[0].dispatched[0]
+    serial, parallel = Schedule(mod), Schedule(mod)
+    matmul = parallel.get_child_blocks(parallel.get_sblock("root"))[0]
+    parallel.parallel(parallel.get_loops(matmul)[0])
+    assert has_parallel_loop(ms.database.TuningRecord(parallel.trace, ms.database.Workload(mod)))
+
+    def database(serial_secs, parallel_secs):
+        db = ms.database.MemoryDatabase()
+        workload = db.commit_workload(mod)
+        for sch, secs in ((serial, serial_secs), (parallel, parallel_secs)):
+            db.commit_tuning_record(ms.database.TuningRecord(
+                sch.trace, workload, [float(s) for s in secs], target))
+        return db
+
+    def pick(db, within):
+        (record,) = prefer_parallel(db, within).get_all_tuning_records()
+        return has_parallel_loop(record)
+
+    assert pick(database([1.00], [1.03]), 0.05)  # 3% slower at 1 thread: the parallel one
+    assert not pick(database([1.00], [1.03]), 0.02)  # beyond the margin: the fastest
+    assert pick(database([1.05], [1.00]), 0.0)  # the fastest is parallel anyway
+    assert not pick(database([1.00], [1e10]), 0.5)  # a failed record is never picked
+    assert not prefer_parallel(database([1e10], [1e10]), 0.5).get_all_tuning_records()
+
+
 NETWORK_FILE = '''
 import numpy as np
 from tvm import relax

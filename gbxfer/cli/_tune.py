@@ -17,8 +17,8 @@ from ..hardware.profiles import load_profile
 from ..online import MODES
 from ..records._parallel import usable_cpus
 from ..records.suite import load_suite
-from ._common import (command_stamp, non_negative_int, output_folder, positive_float,
-                      positive_int)
+from ._common import (command_stamp, fraction, non_negative_int, output_folder,
+                      positive_float, positive_int)
 
 log = logging.getLogger("gbxfer")
 INT32_MAX = 2 ** 31 - 1  # MetaSchedule's counts, and TVM's shapes as the frontend takes them
@@ -107,6 +107,12 @@ def add_parser(verbs, common):
                    help="a program not compiled within this long counts as failed (the "
                         "search waits for each batch's builds; the fastest programs of "
                         "ResNet-50 and BERT runs compiled in under 2.2 s) (default: 15)")
+    p.add_argument("--parallel-within", type=fraction, metavar="F",
+                   help="with --relax or --onnx: build each task with its fastest program "
+                        "that has a parallel loop when that is at most this fraction slower "
+                        "than its fastest (e.g. 0.05): tuned at 1 thread, a serial program can "
+                        "win by a few percent and then not speed up on more threads "
+                        "(default: the fastest, as tuned)")
     cores = usable_cpus()
     p.add_argument("--jobs", type=_at_most(positive_int, 256), default=cores, metavar="N",
                    help="threads for the search and workers for the builds (more than one "
@@ -178,6 +184,9 @@ def run(args) -> int:
                           f"{network_source}'s")
     if args.input_shape and not args.onnx:
         raise GbxferError("--input-shape fixes the inputs of an --onnx model")
+    if args.parallel_within and not network_source:
+        raise GbxferError("--parallel-within chooses the programs a --relax or --onnx network "
+                          "is built with")
     profile = load_profile(args.hardware)
     # TVM reads it when its thread pool starts: the network's timings use the profile's threads
     os.environ["TVM_NUM_THREADS"] = str(profile.threads)
@@ -249,6 +258,7 @@ def run(args) -> int:
                "seconds": result.seconds, "cost_model_seconds": result.cost_model_seconds,
                "builds": result.builds, "search_seconds": result.search_seconds,
                "jobs": args.jobs, "population": result.population,
+               "parallel_within": args.parallel_within or 0.0,
                "rounds": result.rounds, "best_latency": best,
                "weights": dict(zip(best, result.weights, strict=True)),
                "weighted_latency": float(result.weighted_latency().iloc[-1])
@@ -262,14 +272,15 @@ def run(args) -> int:
         print(f"{name}: best {latency * 1e3:.4g} ms" if latency is not None else
               f"{name}: not measured")
     if args.relax:
-        summary["end_to_end_ms"], scheduled = end_to_end_ms(network, profile,
-                                                            args.out / "metaschedule")
+        summary["end_to_end_ms"], scheduled = end_to_end_ms(
+            network, profile, args.out / "metaschedule", args.parallel_within or 0.0)
         summary["scheduled_functions"] = scheduled
         print(f"{args.relax}, compiled with the tuned database ({scheduled[0]} of "
               f"{scheduled[1]} functions scheduled from it): "
               f"{summary['end_to_end_ms']:.4g} ms per inference (median of 5)")
     if args.onnx:
-        summary.update(onnx_summary(onnx_network, session, profile, args.out, args.seed))
+        summary.update(onnx_summary(onnx_network, session, profile, args.out, args.seed,
+                                    args.parallel_within or 0.0))
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(f"{summary['trials']} trials in {result.seconds:.0f} s; database: "
           f"{args.out / 'metaschedule'}")
@@ -285,13 +296,14 @@ def run(args) -> int:
     return 0
 
 
-def onnx_summary(network, session, profile, out: Path, seed: int) -> dict:
+def onnx_summary(network, session, profile, out: Path, seed: int,
+                 parallel_within: float = 0.0) -> dict:
     """The tuned ONNX model compiled (``out/module.so``), checked against ONNX Runtime
     (``session``) and timed; prints what it found and returns the summary's ONNX part."""
     from ..tvm._onnx import check_against_onnxruntime
 
     part = check_against_onnxruntime(network, out / "metaschedule", profile, out, session,
-                                     seed=seed)
+                                     seed=seed, parallel_within=parallel_within)
     for name, o in part["outputs"].items():
         diff = "-" if o["max_abs_diff"] is None else f"{o['max_abs_diff']:.3g}"
         print(f"output {name}: max |TVM - ONNX Runtime| {diff}"
@@ -306,9 +318,11 @@ def onnx_summary(network, session, profile, out: Path, seed: int) -> dict:
     return part
 
 
-def end_to_end_ms(network, profile, folder: Path) -> tuple[float, tuple[int, int]]:
-    """The network compiled with the tuning database in ``folder``, timed (median of 5), and
-    how many of its functions the database scheduled, of how many."""
+def end_to_end_ms(network, profile, folder: Path,
+                  parallel_within: float = 0.0) -> tuple[float, tuple[int, int]]:
+    """The network compiled with the tuning database in ``folder`` (``parallel_within``: see
+    ``compile_network``), timed (median of 5), and how many of its functions the database
+    scheduled, of how many."""
     import tvm
     from tvm.s_tir import meta_schedule as ms
 
@@ -317,7 +331,7 @@ def end_to_end_ms(network, profile, folder: Path) -> tuple[float, tuple[int, int
 
     database = ms.database.JSONDatabase(work_dir=str(folder))
     target = tvm.target.Target(profile.target)
-    executable = compile_network(network, database, target)
+    executable = compile_network(network, database, target, parallel_within)
     seconds = time_network(executable, network_inputs(network), repeat=5)
     return 1e3 * float(np.median(seconds)), scheduled_functions(network, database, target)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import GbxferError
-from ..records.formats._metaschedule import RECORD_FILE, WORKLOAD_FILE
+from ..records.formats._metaschedule import FAILED_AT_SECS, RECORD_FILE, WORKLOAD_FILE
 
 
 def resnet18(batch: int = 1, seed: int = 0):
@@ -150,12 +150,52 @@ def scheduled_functions(network, database, target) -> tuple[int, int]:
         len(functions)
 
 
-def compile_network(network, database, target):
+def compile_network(network, database, target, parallel_within: float = 0.0):
     """The network (as built, not prepared) compiled with the best record of each task in
-    ``database``; functions without one run MetaSchedule's unscheduled default."""
+    ``database`` (with ``parallel_within`` > 0: :func:`prefer_parallel`'s pick); functions
+    without one run MetaSchedule's unscheduled default."""
     from tvm.s_tir import meta_schedule as ms
 
+    if parallel_within > 0:
+        database = prefer_parallel(database, parallel_within)
     return ms.relax_integration.compile_relax(database, network, target, params=None)
+
+
+def has_parallel_loop(record) -> bool:
+    """Whether a tuning record's (post-processed) trace parallelises a loop: a schedule whose
+    outer tiles all have extent 1 has none and runs on one thread however many there are."""
+    return any(inst.kind.name == "Parallel" for inst in record.trace.insts)
+
+
+def prefer_parallel(database, within: float):
+    """An in-memory database of one record per workload of ``database``: the fastest, or where
+    that has no parallel loop, the fastest that has one if it is at most ``within`` (a
+    fraction) slower. Tuned at 1 thread, a serial kernel can be the fastest by a few percent
+    and then not speed up on more threads."""
+    import tvm_ffi
+    from tvm.s_tir import meta_schedule as ms
+
+    def seconds(record) -> float:
+        run = [float(s) for s in record.run_secs or []]
+        return float(np.mean(run)) if run and max(run) < FAILED_AT_SECS else np.inf
+
+    by_workload: dict = {}
+    for record in database.get_all_tuning_records():
+        by_workload.setdefault(tvm_ffi.structural_hash(record.workload.mod), []).append(record)
+    picked = ms.database.MemoryDatabase()
+    for records in by_workload.values():
+        best = min(records, key=seconds)
+        if not np.isfinite(seconds(best)):
+            continue
+        parallel = [r for r in records if has_parallel_loop(r)]
+        if not has_parallel_loop(best) and parallel:
+            fastest = min(parallel, key=seconds)
+            if seconds(fastest) <= seconds(best) * (1 + within):
+                best = fastest
+        picked.commit_tuning_record(ms.database.TuningRecord(
+            best.trace, picked.commit_workload(best.workload.mod), best.run_secs, best.target,
+            best.args_info))
+    return picked
 
 
 def network_inputs(mod, seed: int = 0) -> list[np.ndarray]:
