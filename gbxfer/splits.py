@@ -113,3 +113,15 @@ def paired_test_mask(dataset, test_mask, among=None) -> np.ndarray:
     program_ids = dataset.records["program_id"]
     train_programs = set(program_ids[among & ~test])
     return among & test & program_ids.isin(train_programs).to_numpy()
+
+
+def leave_one_network_out(dataset) -> dict[str, np.ndarray]:
+    """``{network: test mask}`` over ``dataset.records``, one per network of its tasks: the
+    records of every task of that network (those it shares with another network too)."""
+    of_task = {t: set(str(n or "").split(",")) - {""}
+               for t, n in zip(dataset.tasks["task_key"], dataset.tasks["network"])}
+    task = dataset.records["task_key"]
+    if not any(of_task.get(t) for t in task.unique()):
+        raise GbxferError("leave one network out needs each task's network; the tasks have none")
+    return {n: task.map(lambda t, n=n: n in of_task.get(t, ())).to_numpy(dtype=bool)
+            for n in sorted(set().union(*of_task.values()))}

@@ -29,6 +29,7 @@ from _results import print_table, write_results
 from _bench import ci95, experiment, mean_ci
 
 from gbxfer import SplitSpec
+from gbxfer.splits import leave_one_network_out
 from gbxfer.metrics import ranking_report
 from gbxfer.features._cross import cross_rows
 from gbxfer.model import GBCostRanker, load_model_config
@@ -132,11 +133,7 @@ def test_masks(dataset, kind, seed):
     """The test parts of one seed: by-task, one mask; by-network, one per network."""
     if kind == "by-task":
         return [SplitSpec("by-task", 0.3, seed).test_mask(dataset)]
-    of_task = {t: set(str(n or "").split(",")) - {""}
-               for t, n in zip(dataset.tasks["task_key"], dataset.tasks["network"])}
-    task = dataset.records["task_key"]
-    return [task.map(lambda t, n=n: n in of_task.get(t, ())).to_numpy(dtype=bool)
-            for n in sorted(set().union(*of_task.values()))]
+    return list(leave_one_network_out(dataset).values())
 
 
 def options(parser) -> None:

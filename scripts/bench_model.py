@@ -11,7 +11,8 @@ Models (same data, same splits, same seeds):
   tenset-xgb        TenSet-style XGBoost regression on per-store features (needs gbxfer[tvm])
   tvm-xgbmodel      TVM's XGBModel through its update/predict API (needs gbxfer[tvm])
   random            uniformly random scores (its exact expectation is shown as random_*)
-Splits: within-task and by-task on --dataset (test fraction 0.3); on ../shared/data when
+Splits: within-task and by-task on --dataset (test fraction 0.3), and leave-one-network-out
+(every network in turn: a model trained without its tasks scores them); on ../shared/data when
 present: zero-shot RTX 3080 -> A100 and back (Ansor logs) and by-task within the A100
 ResNet-34 MetaSchedule database (gbxfer only: its IR does not load in TVM 0.27). By-machine
 (with ../shared/data): every profile of one machine held out of bundled + the Ansor logs, with
@@ -32,6 +33,9 @@ from gbxfer import SplitSpec, ingest, load_dataset
 from gbxfer.features import build
 from gbxfer.metrics import ranking_report
 from gbxfer.model import GBCostRanker, load_model_config
+from gbxfer.splits import leave_one_network_out
+
+LONO = "leave-one-network-out"
 
 def per_store_frame(dataset):
     if dataset.per_store is not None:
@@ -48,9 +52,13 @@ XGB_FEATURES: dict = {}  # per-store matrices by program id, extracted once for 
 
 
 def run_models(dataset, split, seed, models, per_store):
+    """Every model fitted on the train part and scored on the test part; ``split`` is a
+    SplitSpec, or "leave-one-network-out": one fit per network, each scoring its tasks."""
     valid = dataset.filter(valid=True)
-    test = split.test_mask(valid)
-    if not test.any() or test.all():
+    masks = (list(leave_one_network_out(valid).values()) if split == LONO
+             else [split.test_mask(valid)])
+    test = np.logical_or.reduce(masks)
+    if not test.any() or all(m.all() for m in masks):
         return {}
     out = {}
     blocks_of = {"gbxfer": BASE, "gbxfer-lambdarank": BASE,
@@ -60,29 +68,31 @@ def run_models(dataset, split, seed, models, per_store):
     r = fm_all.records
     for name in models:
         start = time.perf_counter()
-        if name in blocks_of:
-            if "per_store" in blocks_of[name] and per_store is None:
-                continue
-            fm = fm_all.select_blocks(blocks_of[name])
-            params = ({"backend": "xgboost", "objective": "regression"}
-                      if name == "tenset-xgb" else LAMBDARANK.params
-                      if name == "gbxfer-lambdarank" else DEFAULT.params)
-            model = GBCostRanker(**{**params, "random_state": seed}).fit(
-                fm.X[~test], r["label"][~test], groups=r["group"][~test])
-            scores = model.predict(fm.X[test])
-        elif name == "tvm-xgbmodel":
-            try:
-                from gbxfer.tvm._baselines import XGBModelBaseline
-            except ImportError:
-                continue
-            baseline = XGBModelBaseline(cache=XGB_FEATURES).fit(valid.select(~test))
-            scores = baseline.predict(valid.select(test))
-            if np.isnan(scores).all():
-                continue
-            scores = np.nan_to_num(scores, nan=-np.inf)
-        else:
-            scores = np.random.default_rng(seed).random(int(test.sum()))
-        rep = ranking_report(r["latency"][test], scores, r["group"][test],
+        scores = np.full(len(r), np.nan)
+        for held in masks:  # leave-one-network-out: a task of two networks is scored twice
+            if name in blocks_of:
+                if "per_store" in blocks_of[name] and per_store is None:
+                    break
+                fm = fm_all.select_blocks(blocks_of[name])
+                params = ({"backend": "xgboost", "objective": "regression"}
+                          if name == "tenset-xgb" else LAMBDARANK.params
+                          if name == "gbxfer-lambdarank" else DEFAULT.params)
+                model = GBCostRanker(**{**params, "random_state": seed}).fit(
+                    fm.X[~held], r["label"][~held], groups=r["group"][~held])
+                scores[held] = model.predict(fm.X[held])
+            elif name == "tvm-xgbmodel":
+                try:
+                    from gbxfer.tvm._baselines import XGBModelBaseline
+                except ImportError:
+                    break
+                baseline = XGBModelBaseline(cache=XGB_FEATURES).fit(valid.select(~held))
+                scores[held] = np.nan_to_num(baseline.predict(valid.select(held)),
+                                             nan=-np.inf)
+            else:
+                scores[held] = np.random.default_rng(seed).random(int(held.sum()))
+        if np.isnan(scores[test]).any() or np.isinf(scores[test]).all():
+            continue
+        rep = ranking_report(r["latency"][test], scores[test], r["group"][test],
                              r["weight"][test])
         rep["seconds"] = time.perf_counter() - start
         out[name] = rep
@@ -147,6 +157,8 @@ def main() -> None:
                     all_models, per_store),
                    (f"{args.dataset}", dataset, lambda s: SplitSpec("by-task", 0.3, s),
                     all_models, per_store)]
+    if (dataset.tasks["network"] != "").all():
+        experiments.append((f"{args.dataset}", dataset, lambda s: LONO, all_models, per_store))
     if (SHARED / "bennu-ansor").exists():
         gpus = ingest([SHARED / "bennu-ansor" / "gpu_a100", SHARED / "bennu-ansor" / "gpu_rtx3080"])
         for family in ("cuda-sm_80", "cuda-sm_86"):
@@ -161,7 +173,8 @@ def main() -> None:
         per_seed = [run_models(ds, make_split(seed), seed, models, ps)
                     for seed in seeds]
         split = make_split(0)
-        label = split.kind + (f":{split.family}" if split.family else "")
+        label = split if split == LONO else split.kind + (f":{split.family}" if split.family
+                                                          else "")
         for model in models:
             reps = [p[model] for p in per_seed if model in p]
             if not reps:

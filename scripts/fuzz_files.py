@@ -97,7 +97,8 @@ def content_changed(before: bytes, after: bytes, is_manifest: bool) -> bool:
 def fingerprint(kind: str, folder: Path):
     if kind == "dataset":
         ds = Dataset.load(folder)
-        return (ds.records["record_id"].tolist(), ds.records["latency"].tolist())
+        # bytes, not floats: a failed record's NaN latency must compare equal to itself
+        return (ds.records["record_id"].tolist(), ds.records["latency"].to_numpy().tobytes())
     return {hw: m.ranker.booster_.model_to_string() if m.ranker.backend == "lightgbm" else
             bytes(m.ranker.booster_.save_raw("json")) for hw, m in load_models(folder).items()}
 

@@ -2,6 +2,7 @@
 
     python scripts/package_bundled.py --from COLLECT_DIR/dataset [--from ...] [--add]
                                       [--complete COLLECT_DIR/metaschedule/complete.json]
+                                      [--commands-of DATASET ...] [--suite SUITE]
 
 ``--add`` adds the bundled dataset's records to the sources (a new machine's collection is
 added beside them; a profile name already there on another machine is refused). Of all of
@@ -10,8 +11,10 @@ tasks it holds whole: at least ``--min-programs`` (64) such programs, or a task 
 ``--complete`` file of a collection lists as finished (a design space with fewer distinct
 programs) with as many as the machine with the most has (a replay measures the programs of
 another machine's collection). A collection stopped halfway through a task or a profile so
-leaves that task out until it is finished. Keeps the collection commands of the manifests,
-adds the measured noise (scripts/results/noise.json) when present, computes the per-store
+leaves that task out until it is finished. Keeps the commands of the manifests (and, first,
+those of ``--commands-of`` datasets: the collection runs behind databases that were ingested),
+describes every task from the suite (operator, FLOPs, networks, weight; an ingested database
+knows none of them; a task not in the suite is refused), adds the measured noise (scripts/results/noise.json) when present, computes the per-store
 features (TVM; reusing those the bundled dataset already has) and checks the 30 MB limit.
 """
 from __future__ import annotations
@@ -24,11 +27,13 @@ import numpy as np
 import pandas as pd
 
 from gbxfer import Dataset, load_dataset
+from gbxfer.records import load_suite
 from gbxfer.records.dataset import BUNDLED
 
 LIMIT_MB = 30
 MIN_PROGRAMS = 64  # per (task, profile): the collection's --programs
 NOISE = Path(__file__).resolve().parent / "results" / "noise.json"
+SUITE = Path(__file__).resolve().parent.parent / "configs" / "workloads" / "networks.yaml"
 
 
 def whole(ds: Dataset, min_programs: int = MIN_PROGRAMS, complete=frozenset()) -> Dataset:
@@ -59,6 +64,9 @@ def main() -> None:
                         help="programs a task needs on every profile of a machine to be kept")
     parser.add_argument("--complete", action="append", default=[], type=Path,
                         help="a collection's metaschedule/complete.json: its finished tasks")
+    parser.add_argument("--commands-of", action="append", default=[], metavar="DATASET",
+                        help="a dataset whose manifest's commands made the sources' records")
+    parser.add_argument("--suite", default=str(SUITE), help="the suite the tasks come from")
     args = parser.parse_args()
     complete = {key for path in args.complete
                 for keys in json.loads(path.read_text()).values() for key in keys}
@@ -66,15 +74,24 @@ def main() -> None:
     if args.add:
         parts.insert(0, load_dataset("bundled"))
     ds = whole(Dataset.concat(parts), args.min_programs, complete)
+    from gbxfer.tvm import describe_tasks, per_store_features
+
+    describe_tasks(ds, load_suite(args.suite))
+    unknown = ds.tasks.loc[ds.tasks["network"] == "", "task_key"]
+    if len(unknown):
+        raise SystemExit(f"{len(unknown)} tasks are not in {args.suite} (first: {unknown.iloc[0]})")
+    earlier = [c for path in args.commands_of for c in load_dataset(path).manifest["commands"]]
+    commands = earlier + ds.manifest["commands"]
+    ds.manifest["commands"] = [c for i, c in enumerate(commands) if c not in commands[:i]]
     ds.manifest["description"] = (
-        "Programs of the 'networks' suite (ResNet-50, MobileNet-V2, BERT-base, ResNet-18) "
+        "Programs of the 'networks' suite (configs/workloads/networks.yaml: ResNet-50, "
+        "MobileNet-V2, ResNet-18, ConvNeXt-T, YOLOv8n, BERT-base, a Llama-2-7B decoder layer, "
+        "Whisper-tiny's encoder) "
         "collected with `gbxfer collect` on ISA/thread profiles of the machines "
         f"{', '.join(ds.machines)} (2-vCPU virtual machines): see configs/hardware. "
         "Latency = median of 3 timed repeats.")
     if NOISE.exists():
         ds.manifest["noise"] = json.loads(NOISE.read_text())
-    from gbxfer.tvm import per_store_features
-
     shipped = load_dataset("bundled").per_store if (BUNDLED / "manifest.json").exists() else None
     ds.per_store = per_store_features(ds, precomputed=shipped)
     ds.save(BUNDLED)

@@ -6,7 +6,7 @@ from ._builder import fast_build, local_builder
 from ._logging import metaschedule_logging
 
 __all__ = ["fast_build", "local_builder", "metaschedule_logging", "GbxferCostModel",
-           "per_store_features", "XGBModelBaseline"]
+           "per_store_features", "XGBModelBaseline", "describe_tasks"]
 
 
 def __getattr__(name):
@@ -18,6 +18,10 @@ def __getattr__(name):
         from ._per_store import per_store_features
 
         return per_store_features
+    if name == "describe_tasks":
+        from ._task_modules import describe_tasks
+
+        return describe_tasks
     if name == "XGBModelBaseline":
         from ._baselines import XGBModelBaseline
 
