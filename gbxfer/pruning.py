@@ -182,9 +182,7 @@ def calibration_order(dataset: Dataset, seed: int = 0) -> np.ndarray:
     those before it (k-center greedy over standardised program features and log latency). Any
     prefix is then spread over every task and diverse within each."""
     valid = np.flatnonzero(dataset.records["valid"].to_numpy())
-    first = dataset.records.iloc[valid].drop_duplicates("program_id")
-    positions = valid[np.isin(dataset.records["record_id"].to_numpy()[valid],
-                              first["record_id"].to_numpy())]
+    positions = valid[~dataset.records["program_id"].iloc[valid].duplicated().to_numpy()]
     records = dataset.records.iloc[positions]
     X = build(dataset.select(positions), ["program"]).X.astype(float)
     per_task = []

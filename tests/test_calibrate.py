@@ -6,6 +6,7 @@ import json
 
 from conftest import write_host_profile
 
+from gbxfer import load_bundled
 from gbxfer.cli import main
 from gbxfer.model import SavedModel
 
@@ -15,8 +16,11 @@ TASKS = "global_avg_pool2d_1_7_7_512,dense_1_768_768"
 def test_calibrate_measures_for_its_budget_transfers_and_resumes(tmp_path, capsys):
     profile = write_host_profile(tmp_path)
     out = tmp_path / "cal"
+    bundled = load_bundled()  # one profile of it as the source data: the transfer's pooled
+    source = bundled.select((bundled.records["hardware"] == "zen4-avx2-1t").to_numpy())
+    source.save(tmp_path / "source")  # retraining then takes seconds, not a minute
     argv = ["calibrate", "--hardware", str(profile), "--tasks", TASKS, "--minutes", "0.6",
-            "--out", str(out), "-q"]
+            "--source-data", str(tmp_path / "source"), "--out", str(out), "-q"]
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "tune with: gbxfer tune" in printed

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from gbxfer import Dataset, GbxferError, SplitSpec
-from gbxfer.splits import paired_test_mask
+from gbxfer.splits import leave_one_network_out, paired_test_mask
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +69,20 @@ def test_by_network_holds_out_whole_networks(gpus):
     test = SplitSpec("by-network", 0.5, seed=4).test_mask(ds)
     network = ds.records["task_key"].map(dict(zip(tasks["task_key"], tasks["network"])))
     assert not set(network[test]) & set(network[~test])
+
+
+def test_leave_one_network_out_holds_out_each_network_with_its_shared_tasks(gpus):
+    tasks = gpus.tasks.copy()
+    tasks["network"] = ["a,b" if i == 0 else "abc"[i % 3] for i in range(len(tasks))]
+    ds = Dataset(gpus.records, tasks)
+    masks = leave_one_network_out(ds)
+    assert list(masks) == ["a", "b", "c"]
+    shared = (ds.records["task_key"] == tasks["task_key"][0]).to_numpy()
+    assert shared.any() and masks["a"][shared].all() and masks["b"][shared].all()
+    assert not masks["c"][shared].any()
+    assert np.logical_or.reduce(list(masks.values())).all()  # every task held out once or more
+    with pytest.raises(GbxferError, match="network"):
+        leave_one_network_out(gpus)
 
 
 def test_spec_round_trips_through_a_dict():
