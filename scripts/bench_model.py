@@ -1,6 +1,7 @@
 """Cost models x splits, mean +- 95% CI over seeds, with the random baseline and group sizes.
 
-    python scripts/bench_model.py [--dataset bundled] [--seeds 5] [--quick]
+    python scripts/bench_model.py [--dataset bundled] [--seeds 5] [--quick] [--only PART]
+                                  [--splits within-task,by-task,leave-one-network-out]
 
 Models (same data, same splits, same seeds):
   gbxfer            the default config (configs/model/default.yaml) on program + workload +
@@ -12,7 +13,8 @@ Models (same data, same splits, same seeds):
   tvm-xgbmodel      TVM's XGBModel through its update/predict API (needs gbxfer[tvm])
   random            uniformly random scores (its exact expectation is shown as random_*)
 Splits: within-task and by-task on --dataset (test fraction 0.3), and leave-one-network-out
-(every network in turn: a model trained without its tasks scores them); on ../shared/data when
+(every network in turn: a model trained without its tasks scores them; gbxfer, lambdarank,
+XGBModel and random only); on ../shared/data when
 present: zero-shot RTX 3080 -> A100 and back (Ansor logs) and by-task within the A100
 ResNet-34 MetaSchedule database (gbxfer only: its IR does not load in TVM 0.27). By-machine
 (with ../shared/data): every profile of one machine held out of bundled + the Ansor logs, with
@@ -146,6 +148,9 @@ def main() -> None:
     parser.add_argument("--only", choices=["splits", "machines", "speed"], action="append",
                         help="run only these parts (repeatable; their rows replace the same "
                              "rows in the results already written)")
+    parser.add_argument("--splits", default=f"within-task,by-task,{LONO}",
+                        type=lambda text: text.split(","),
+                        help="which splits of --dataset the 'splits' part runs (comma-separated)")
     args = parser.parse_args()
     seeds = range(2 if args.quick else args.seeds)
     parts = set(args.only or ["splits", "machines", "speed"])
@@ -153,12 +158,13 @@ def main() -> None:
     per_store = per_store_frame(dataset.filter(valid=True))
     all_models = ["gbxfer", "gbxfer-lambdarank", "gbxfer+per_store", "tenset-xgb",
                   "tvm-xgbmodel", "random"]
-    experiments = [(f"{args.dataset}", dataset, lambda s: SplitSpec("within-task", 0.3, s),
-                    all_models, per_store),
-                   (f"{args.dataset}", dataset, lambda s: SplitSpec("by-task", 0.3, s),
-                    all_models, per_store)]
-    if (dataset.tasks["network"] != "").all():
-        experiments.append((f"{args.dataset}", dataset, lambda s: LONO, all_models, per_store))
+    experiments = [(f"{args.dataset}", dataset, lambda s, k=kind: SplitSpec(k, 0.3, s),
+                    all_models, per_store) for kind in ("within-task", "by-task")
+                   if kind in args.splits]
+    if LONO in args.splits and (dataset.tasks["network"] != "").all():
+        # one fit per network and seed: the per-store variants are left to the 0.3 splits
+        experiments.append((f"{args.dataset}", dataset, lambda s: LONO,
+                            ["gbxfer", "gbxfer-lambdarank", "tvm-xgbmodel", "random"], None))
     if (SHARED / "bennu-ansor").exists():
         gpus = ingest([SHARED / "bennu-ansor" / "gpu_a100", SHARED / "bennu-ansor" / "gpu_rtx3080"])
         for family in ("cuda-sm_80", "cuda-sm_86"):
