@@ -95,13 +95,13 @@ class SplitSpec:
                 raise GbxferError(f"no records of {what} {self.family!r}; in the dataset: "
                                   f"{names}")
             return mask
-        networks = dict(zip(dataset.tasks["task_key"], dataset.tasks["network"]))
+        networks = task_networks(dataset)
         missing = sorted({t for t in records["task_key"].unique() if not networks.get(t)})
         if missing:
             raise GbxferError(f"a by-network split needs each task's network; {len(missing)} "
                               f"tasks have none (first: {missing[0][:60]})")
-        test_tasks = {task for task, names in networks.items() if names and any(
-            key_uniform([n], self.seed)[0] < self.test_fraction for n in names.split(","))}
+        test_tasks = {task for task, names in networks.items() if any(
+            key_uniform([n], self.seed)[0] < self.test_fraction for n in names)}
         return records["task_key"].isin(test_tasks).to_numpy()
 
 
@@ -118,10 +118,16 @@ def paired_test_mask(dataset, test_mask, among=None) -> np.ndarray:
 def leave_one_network_out(dataset) -> dict[str, np.ndarray]:
     """``{network: test mask}`` over ``dataset.records``, one per network of its tasks: the
     records of every task of that network (those it shares with another network too)."""
-    of_task = {t: set(str(n or "").split(",")) - {""}
-               for t, n in zip(dataset.tasks["task_key"], dataset.tasks["network"])}
+    of_task = task_networks(dataset)
     task = dataset.records["task_key"]
     if not any(of_task.get(t) for t in task.unique()):
         raise GbxferError("leave one network out needs each task's network; the tasks have none")
     return {n: task.map(lambda t, n=n: n in of_task.get(t, ())).to_numpy(dtype=bool)
             for n in sorted(set().union(*of_task.values()))}
+
+
+def task_networks(dataset) -> dict[str, set[str]]:
+    """``{task key: the networks it belongs to}`` from the task table's comma-separated
+    ``network`` column (an empty set where it is unknown)."""
+    return {t: set(str(n or "").split(",")) - {""}
+            for t, n in zip(dataset.tasks["task_key"], dataset.tasks["network"])}

@@ -70,29 +70,31 @@ def run_models(dataset, split, seed, models, per_store):
     r = fm_all.records
     for name in models:
         start = time.perf_counter()
+        if name in blocks_of:
+            if "per_store" in blocks_of[name] and per_store is None:
+                continue
+            fm = fm_all.select_blocks(blocks_of[name])
+            params = ({"backend": "xgboost", "objective": "regression"}
+                      if name == "tenset-xgb" else LAMBDARANK.params
+                      if name == "gbxfer-lambdarank" else DEFAULT.params)
+        elif name == "tvm-xgbmodel":
+            try:
+                from gbxfer.tvm._baselines import XGBModelBaseline
+            except ImportError:
+                continue
         scores = np.full(len(r), np.nan)
         for held in masks:  # leave-one-network-out: a task of two networks is scored twice
             if name in blocks_of:
-                if "per_store" in blocks_of[name] and per_store is None:
-                    break
-                fm = fm_all.select_blocks(blocks_of[name])
-                params = ({"backend": "xgboost", "objective": "regression"}
-                          if name == "tenset-xgb" else LAMBDARANK.params
-                          if name == "gbxfer-lambdarank" else DEFAULT.params)
                 model = GBCostRanker(**{**params, "random_state": seed}).fit(
                     fm.X[~held], r["label"][~held], groups=r["group"][~held])
                 scores[held] = model.predict(fm.X[held])
             elif name == "tvm-xgbmodel":
-                try:
-                    from gbxfer.tvm._baselines import XGBModelBaseline
-                except ImportError:
-                    break
                 baseline = XGBModelBaseline(cache=XGB_FEATURES).fit(valid.select(~held))
                 scores[held] = np.nan_to_num(baseline.predict(valid.select(held)),
                                              nan=-np.inf)
             else:
                 scores[held] = np.random.default_rng(seed).random(int(held.sum()))
-        if np.isnan(scores[test]).any() or np.isinf(scores[test]).all():
+        if np.isinf(scores[test]).all():  # XGBModel predicted nothing
             continue
         rep = ranking_report(r["latency"][test], scores[test], r["group"][test],
                              r["weight"][test])

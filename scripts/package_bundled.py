@@ -14,8 +14,9 @@ another machine's collection). A collection stopped halfway through a task or a 
 leaves that task out until it is finished. Keeps the commands of the manifests (and, first,
 those of ``--commands-of`` datasets: the collection runs behind databases that were ingested),
 describes every task from the suite (operator, FLOPs, networks, weight; an ingested database
-knows none of them; a task not in the suite is refused), adds the measured noise (scripts/results/noise.json) when present, computes the per-store
-features (TVM; reusing those the bundled dataset already has) and checks the 30 MB limit.
+knows none of them; a task not in the suite is refused), adds the measured noise
+(scripts/results/noise.json) when present, computes the per-store features (TVM; reusing
+those the bundled dataset already has) and checks the 30 MB limit.
 """
 from __future__ import annotations
 
