@@ -27,7 +27,7 @@ import pandas as pd
 from .errors import GbxferError
 from .features import block_columns, build
 from .model import GBCostRanker, ModelConfig, SavedModel
-from .model._ranker import relevance_grades
+from .model._ranker import training_labels
 from .model._config import as_model_config
 from .records.dataset import Dataset, dataset_size, verified_tasks
 from .splits import SplitSpec
@@ -66,9 +66,11 @@ def close_client(client) -> None:
         cluster.close()
 
 
-def _part(keys: list, path: str, blocks: list, split: dict | None, levels: int | None):
+def _part(keys: list, path: str, blocks: list, split: dict | None, label: str,
+          levels: int | None):
     """On a worker: the training records of tasks ``keys``, rows of a group together: their
-    features (float32, one block), label (relevance grades 0..levels-1 when ``levels``), group
+    features (float32, one block), what the booster fits (:func:`training_labels` of
+    ``label``, relevance grades 0..levels-1 when ``levels``), group
     code (0, 1, ... in order), record ids and hardware."""
     dataset = Dataset.load(path, tasks=keys, verified=True).filter(valid=True)
     if split is not None:
@@ -79,9 +81,9 @@ def _part(keys: list, path: str, blocks: list, split: dict | None, levels: int |
     r = fm.records
     codes = pd.factorize(r["group"])[0]
     order = np.argsort(codes, kind="stable")
-    label = r["label"].to_numpy(dtype=float)[order]
+    y = r["label"].to_numpy(dtype=float)[order]
     return {"X": np.ascontiguousarray(fm.X[order], dtype=np.float32),
-            "label": label if levels is None else relevance_grades(label, levels).astype(float),
+            "label": training_labels(y, codes[order], label, levels).astype(float),
             "group": codes[order].astype(np.int64),
             "ids": r["record_id"].to_numpy()[order], "hardware": r["hardware"].to_numpy()[order]}
 
@@ -129,7 +131,7 @@ def train_on_dask(path, config: ModelConfig | dict, client, split: SplitSpec | N
     # left to itself gave one worker twice the other's share, and twice the memory)
     chunks = [list(c) for c in np.array_split(np.array(keys, dtype=object), min(n, len(keys)))]
     home = [workers[i % len(workers)] for i in range(len(chunks))]
-    args = (str(path), blocks, split.to_dict() if split else None,
+    args = (str(path), blocks, split.to_dict() if split else None, ranker.label,
             None if objective == "regression" else ranker.relevance_levels)
     train = _lightgbm_on_dask if ranker.backend == "lightgbm" else _xgboost_on_dask
     booster, ids, hardware = train(client, ranker, objective, chunks, home, args)
@@ -298,9 +300,10 @@ def _lightgbm_on_dask(client, ranker, objective, chunks, home, args):
     return model.booster_, ids.to_numpy(), set(hardware)
 
 
-def _frames(keys: list, path: str, blocks: list, split: dict | None, levels: int | None):
+def _frames(keys: list, path: str, blocks: list, split: dict | None, label: str,
+            levels: int | None):
     """On a worker: :func:`_part` as two frames, the features and the records."""
-    part = _part(keys, path, blocks, split, levels)
+    part = _part(keys, path, blocks, split, label, levels)
     features_meta, records_meta = _frames_meta(blocks)
     if part is None:
         return features_meta, records_meta

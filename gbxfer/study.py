@@ -36,7 +36,8 @@ def model_space(trial: optuna.Trial) -> dict:
             "num_leaves": trial.suggest_int("num_leaves", 15, 127, log=True),
             "min_child_samples": trial.suggest_int("min_child_samples", 5, 60, log=True),
             "colsample_bytree": trial.suggest_float("colsample_bytree", 0.4, 1.0),
-            "reg_lambda": trial.suggest_float("reg_lambda", 1e-3, 10.0, log=True)}
+            "reg_lambda": trial.suggest_float("reg_lambda", 1e-3, 10.0, log=True),
+            "label": trial.suggest_categorical("label", ["throughput", "rank"])}
 
 
 def transfer_space(trial: optuna.Trial) -> dict:

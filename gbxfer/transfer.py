@@ -197,7 +197,7 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
         weights_src *= len(weights_src) / weights_src.sum()
     X = np.vstack([fm_src.X, fm_tgt.X])
     y_tgt = fm_tgt.records["label"].to_numpy()
-    if config.rescale_shots:
+    if config.rescale_shots:  # (a model on label "rank" ranks the shots anew: no effect)
         sizes = fm_tgt.records.groupby("group")["group"].transform("size").to_numpy()
         scales = {k: shot_scale(source, k) for k in np.unique(sizes)}
         y_tgt = y_tgt * np.array([scales[k] for k in sizes])

@@ -15,7 +15,7 @@ vector and unroll extents against the inner tile), or replaces every program col
 rank within its (task, hardware) group (per-task normalisation: a candidate population is what
 a tuning run ranks too), or adds TVM's per-store features (the dataset's table, or computed
 with gbxfer[tvm]), as they are or as z-scores within their (task, hardware) group; each
-model config (default XGBoost regression, LightGBM lambdarank) is trained on the same training
+model config (the default, LightGBM lambdarank) is trained on the same training
 part per seed and scored on its test part (by-task: 30% of the tasks; by-network: leave one
 network out, every network in turn, its tasks (those it shares with another network too) the
 test part, scored together; the seed is then only the model's). Mean +- 95% CI over seeds,

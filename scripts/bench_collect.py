@@ -1,11 +1,14 @@
 """Measured programs per hour: ``gbxfer collect`` against plain ``tune_tir`` (replay-trace).
 
     python scripts/bench_collect.py [--programs 16] [--tasks A,B,C,D] [--rounds 3] [--before REF]
+                                    [--run-cores CORES]
 
 ``--before REF`` adds ``gbxfer collect`` as of commit REF (from a temporary git worktree) as a
-third arm: the collection rate before and after a change, in the same interleaved rounds. The
-current code's own account of where the time goes (``collect time: build, run, sample, write
-dataset``, logged by ``gbxfer collect``) is kept per run.
+third arm: the collection rate before and after a change, in the same interleaved rounds;
+``--run-cores CORES`` one more, the current code running kernels on CORES while the next
+batch builds on the others. The current code's own account of where the time goes
+(``collect time: build, run, sample, write dataset``, logged by ``gbxfer collect``) is kept
+per run.
 
 Both measure the same tasks on the same profile with the same runner settings (1 repeat set of
 3, 40 ms minimum), each as a fresh process timed from start to end, in interleaved rounds
@@ -53,12 +56,13 @@ print(json.dumps({"measured": measured}))
 """
 
 
-def run_gbxfer(args, work, code=None) -> tuple[int, str]:
-    """``gbxfer collect`` of the current code, or of the checkout at ``code``."""
+def run_gbxfer(args, work, code=None, extra=()) -> tuple[int, str]:
+    """``gbxfer collect`` of the current code (with ``extra`` arguments), or of the checkout
+    at ``code``."""
     env = dict(os.environ, PYTHONPATH=str(code)) if code else None
     out = subprocess.run([sys.executable, "-m", "gbxfer", "collect", "--suite", args.suite,
                           "--hardware", args.hardware, "--programs", str(args.programs),
-                          "--tasks", args.tasks, "--out", str(work)], check=True, env=env,
+                          "--tasks", args.tasks, "--out", str(work), *extra], check=True, env=env,
                          capture_output=True, text=True, cwd=code)
     phases = [line for line in out.stderr.splitlines() if line.startswith("collect time:")]
     measured = sum(1 for _ in open(work / "metaschedule" / args.hardware /
@@ -100,6 +104,8 @@ def main() -> None:
     parser.add_argument("--programs", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--before", metavar="REF", help="also gbxfer collect as of this commit")
+    parser.add_argument("--run-cores", metavar="CORES",
+                        help="also the current gbxfer collect with --run-cores CORES")
     args = parser.parse_args()
     methods = {"gbxfer collect": run_gbxfer, "tune_tir replay-trace": run_tune_tir}
     with contextlib.ExitStack() as stack:
@@ -111,6 +117,9 @@ def main() -> None:
             stack.callback(subprocess.run, ["git", "-C", str(repo), "worktree", "remove",
                                             "--force", str(old)], check=False)
             methods[f"gbxfer collect @{args.before}"] = functools.partial(run_gbxfer, code=old)
+        if args.run_cores:
+            methods[f"gbxfer collect --run-cores {args.run_cores}"] = functools.partial(
+                run_gbxfer, extra=("--run-cores", args.run_cores))
         rows = measure(args, methods)
     summary = []
     for name in methods:  # (the first is the current gbxfer collect, the second tune_tir)
@@ -124,9 +133,14 @@ def main() -> None:
     if args.before:
         speedup = summary[0]["median_programs_per_hour"] / summary[2]["median_programs_per_hour"]
         print(f"gbxfer collect now / at {args.before}: {speedup:.2f}x programs per hour")
+    overlapped = None
+    if args.run_cores:
+        overlapped = (summary[-1]["median_programs_per_hour"]
+                      / summary[0]["median_programs_per_hour"])
+        print(f"gbxfer collect --run-cores {args.run_cores} / without: {overlapped:.2f}x")
     write_results("bench_collect", rows, summary=summary, ratio=ratio, speedup=speedup,
-                  before=args.before, tasks=args.tasks, hardware=args.hardware,
-                  programs_per_task=args.programs)
+                  overlapped_speedup=overlapped, before=args.before, run_cores=args.run_cores,
+                  tasks=args.tasks, hardware=args.hardware, programs_per_task=args.programs)
 
 
 if __name__ == "__main__":

@@ -2,11 +2,14 @@
 
     python scripts/bench_model.py [--dataset bundled] [--seeds 5] [--quick] [--only PART]
                                   [--splits within-task,by-task,leave-one-network-out]
+                                  [--models gbxfer,gbxfer-xgboost,...]
 
 Models (same data, same splits, same seeds):
   gbxfer            the default config (configs/model/default.yaml) on program + workload +
                     hardware features
   gbxfer-lambdarank LightGBM lambdarank (configs/model/lambdarank.yaml), same features
+  gbxfer-xgboost    XGBoost regression on the throughput label (configs/model/xgboost.yaml,
+                    the default until 2026-12-04), same features
   gbxfer+per_store  the default config plus TVM's per-store features (the dataset's own, or
                     computed with gbxfer[tvm])
   tenset-xgb        TenSet-style XGBoost regression on per-store features (needs gbxfer[tvm])
@@ -19,7 +22,7 @@ present: zero-shot RTX 3080 -> A100 and back (Ansor logs) and by-task within the
 ResNet-34 MetaSchedule database (gbxfer only: its IR does not load in TVM 0.27). By-machine
 (with ../shared/data): every profile of one machine held out of bundled + the Ansor logs, with
 descriptor variants and descriptor-field dropout (scripts/_machines.py).
-Speed (default config): training on 100,000 records, and predicting 2,048 candidates.
+Speed (the default config): training on 100,000 records, and predicting 2,048 candidates.
 Results: scripts/results/bench_model.{json,csv,png}.
 """
 from __future__ import annotations
@@ -49,7 +52,9 @@ def per_store_frame(dataset):
     return per_store_features(dataset, progress=False)
 
 
-DEFAULT, LAMBDARANK = load_model_config(), load_model_config("lambdarank")
+CONFIGS = {"gbxfer": load_model_config(), "gbxfer-lambdarank": load_model_config("lambdarank"),
+           "gbxfer-xgboost": load_model_config("xgboost")}
+DEFAULT = CONFIGS["gbxfer"]
 XGB_FEATURES: dict = {}  # per-store matrices by program id, extracted once for every seed
 
 
@@ -63,7 +68,7 @@ def run_models(dataset, split, seed, models, per_store):
     if not test.any() or all(m.all() for m in masks):
         return {}
     out = {}
-    blocks_of = {"gbxfer": BASE, "gbxfer-lambdarank": BASE,
+    blocks_of = {"gbxfer": BASE, "gbxfer-lambdarank": BASE, "gbxfer-xgboost": BASE,
                  "gbxfer+per_store": BASE + ["per_store"], "tenset-xgb": ["per_store"]}
     fm_all = build(valid, BASE + (["per_store"] if per_store is not None else []),
                    per_store=per_store)
@@ -75,8 +80,7 @@ def run_models(dataset, split, seed, models, per_store):
                 continue
             fm = fm_all.select_blocks(blocks_of[name])
             params = ({"backend": "xgboost", "objective": "regression"}
-                      if name == "tenset-xgb" else LAMBDARANK.params
-                      if name == "gbxfer-lambdarank" else DEFAULT.params)
+                      if name == "tenset-xgb" else CONFIGS.get(name, DEFAULT).params)
         elif name == "tvm-xgbmodel":
             try:
                 from gbxfer.tvm._baselines import XGBModelBaseline
@@ -153,12 +157,14 @@ def main() -> None:
     parser.add_argument("--splits", default=f"within-task,by-task,{LONO}",
                         type=lambda text: text.split(","),
                         help="which splits of --dataset the 'splits' part runs (comma-separated)")
+    parser.add_argument("--models", help="run only these models (comma-separated); the other "
+                        "rows stay as written before")
     args = parser.parse_args()
     seeds = range(2 if args.quick else args.seeds)
     parts = set(args.only or ["splits", "machines", "speed"])
     dataset = load_dataset(args.dataset)
     per_store = per_store_frame(dataset.filter(valid=True))
-    all_models = ["gbxfer", "gbxfer-lambdarank", "gbxfer+per_store", "tenset-xgb",
+    all_models = ["gbxfer", "gbxfer-lambdarank", "gbxfer-xgboost", "gbxfer+per_store", "tenset-xgb",
                   "tvm-xgbmodel", "random"]
     experiments = [(f"{args.dataset}", dataset, lambda s, k=kind: SplitSpec(k, 0.3, s),
                     all_models, per_store) for kind in ("within-task", "by-task")
@@ -166,7 +172,8 @@ def main() -> None:
     if LONO in args.splits and (dataset.tasks["network"] != "").all():
         # one fit per network and seed: the per-store variants are left to the 0.3 splits
         experiments.append((f"{args.dataset}", dataset, lambda s: LONO,
-                            ["gbxfer", "gbxfer-lambdarank", "tvm-xgbmodel", "random"], None))
+                            ["gbxfer", "gbxfer-lambdarank", "gbxfer-xgboost", "tvm-xgbmodel",
+                             "random"], None))
     if (SHARED / "bennu-ansor").exists():
         gpus = ingest([SHARED / "bennu-ansor" / "gpu_a100", SHARED / "bennu-ansor" / "gpu_rtx3080"])
         for family in ("cuda-sm_80", "cuda-sm_86"):
@@ -178,6 +185,7 @@ def main() -> None:
                             ["gbxfer", "gbxfer-lambdarank", "random"], None))
     rows = []
     for name, ds, make_split, models, ps in experiments if "splits" in parts else []:
+        models = [m for m in models if not args.models or m in args.models.split(",")]
         per_seed = [run_models(ds, make_split(seed), seed, models, ps)
                     for seed in seeds]
         split = make_split(0)
@@ -204,7 +212,7 @@ def main() -> None:
 
         rows += by_machine_rows(SHARED, seeds)
     kept = {}
-    if args.only and (RESULTS / "bench_model.json").exists():  # the other parts' results
+    if (args.only or args.models) and (RESULTS / "bench_model.json").exists():  # the rest
         import json
 
         kept = json.loads((RESULTS / "bench_model.json").read_text())

@@ -1,6 +1,7 @@
 """Online updates in a replayed search on a machine outside the prior's training data.
 
     python scripts/bench_online.py [--seeds 5] [--settings gpus,cpus,zen3,zen4,xeon] [--arms ...]
+                                   [--config NAME]
 
 A tuning run's cost model ranks candidates, the best are measured, and the measurements update
 it (gbxfer.online.OnlineModel, as GbxferCostModel.update does inside MetaSchedule). Here the
@@ -13,8 +14,8 @@ over the pool's best, per task (1.0 = found the best). This is a replay over mea
 not MetaSchedule's evolutionary search: it measures how fast each update rule lets the run's
 data take over from a prior that is wrong for the machine, not absolute tuning speed.
 
-Settings (the prior: the default model config trained, seed 0, on the source's valid records;
-the target machine is never in its training data):
+Settings (the prior: the default model config, or --config, trained, seed 0, on the source's
+valid records; the target machine is never in its training data):
 
   RTX 3080 -> A100, A100 -> RTX 3080   the shared Ansor GPU logs (tasks with >= 500 programs)
   bundled -> Ansor x86                 the bundled data -> the x86 CPU of the Ansor logs
@@ -187,9 +188,10 @@ def main() -> None:
     parser.add_argument("--settings", default="gpus,cpus,zen3")
     parser.add_argument("--arms", default=",".join(ARMS))
     parser.add_argument("--name", default="bench_online", help="results file name")
+    parser.add_argument("--config", help="the prior's model config (default: the default one)")
     args = parser.parse_args()
     arms = args.arms.split(",")
-    config = load_model_config()
+    config = load_model_config(args.config)
     rows, timing = [], {}
     for name, source, target, batch, rounds in settings(args.settings.split(",")):
         start = time.perf_counter()
@@ -206,7 +208,8 @@ def main() -> None:
         print_table([r for r in part if r["trials_per_task"] in (batch, 2 * batch, 4 * batch,
                                                                    rounds * batch)])
         rows += part
-    write_results(args.name, rows, seeds=args.seeds, epsilon=EPSILON, seconds=timing)
+    write_results(args.name, rows, seeds=args.seeds, epsilon=EPSILON, seconds=timing,
+                  config=config.source)
     plot(rows, RESULTS / f"{args.name}.png")
     print(f"results: {RESULTS / args.name}.json")
 

@@ -4,7 +4,7 @@
 
 For each seed, the by-task split (test fraction 0.3) fixes the test tasks; the models train on
 a seeded random subset of the remaining tasks (25%, 50%, 75%, 100% of them, nested) with both
-model configs (default XGBoost regression, LightGBM lambdarank) and are scored on the same test
+model configs (the default, LightGBM lambdarank) and are scored on the same test
 part. Mean +- 95% CI over seeds. A curve still rising at 100% says that more training tasks,
 not a different model, is what the by-task targets need.
 Results: scripts/results/<name>.{json,csv,png}.

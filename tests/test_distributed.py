@@ -57,6 +57,25 @@ def test_dask_training_matches_one_process(small, client, backend, objective):
         assert pca_many > evaluate(one, dataset)["random_pca"] + 0.1
 
 
+@pytest.mark.parametrize("label", ["rank", "throughput"])
+def test_worker_partitions_carry_the_configs_label(small, label):
+    """What a worker hands the booster is the label the config asks for: ranks within each
+    group (mean 0.5 in every group, ties included) or the throughput label itself (its slow
+    majority below 0.5); grades 0..levels-1 for a ranking objective."""
+    import numpy as np
+
+    from gbxfer.distributed import _part
+
+    keys = sorted(load_dataset(small).tasks["task_key"])[:3]
+    blocks = ["program", "workload", "hardware"]
+    part = _part(keys, str(small), blocks, None, label, None)
+    groups, y = part["group"], part["label"]
+    means = np.array([y[groups == g].mean() for g in np.unique(groups)])
+    assert np.allclose(means, 0.5) == (label == "rank")
+    grades = _part(keys, str(small), blocks, None, label, 31)["label"]
+    assert set(np.unique(grades)) <= set(range(31)) and grades.max() == 30
+
+
 def test_cli_train_on_dask_writes_an_ordinary_model(small, tmp_path, capsys):
     config = tmp_path / "xgb.yaml"
     config.write_text("blocks: [program, workload, hardware]\n"

@@ -10,7 +10,8 @@ def test_shipped_configs_load_as_model_configs():
     default = load_model_config()
     assert isinstance(default, ModelConfig)
     assert default.blocks == ("program", "workload", "hardware")
-    assert default.params["backend"] == "xgboost"
+    assert (default.params["backend"], default.params["label"]) == ("lightgbm", "rank")
+    assert load_model_config("xgboost").params["backend"] == "xgboost"
     assert load_model_config("lambdarank").params["objective"] == "lambdarank"
 
 
@@ -24,6 +25,7 @@ def test_a_config_round_trips_through_its_dict():
     ("blocks: [vibes]\n", "'blocks' must be a list drawn from"),
     ("blocks: program\n", "'blocks' must be a list drawn from"),
     ("params: {n_trees: 5}\n", "unknown parameter 'n_trees'"),
+    ("params: {label: latency}\n", "'label' must be one of throughput, rank"),
     ("params: [1, 2]\n", "'params' must be a mapping"),
     ("blocks: [program]\nattention: {steps: 5}\n", "attention gating needs the 'hardware'"),
     ("- a list\n", "a model config is a mapping"),

@@ -184,3 +184,40 @@ def test_is_a_ranker_not_a_regressor_and_scores_pairwise_accuracy(ansor_cpu):
     latency, scores = r["latency"].to_numpy(), model.predict(ansor_cpu.X)
     assert model.score(ansor_cpu.X, r["label"], groups=r["group"]) == pytest.approx(
         pairwise_accuracy(latency, scores, r["group"].to_numpy()))
+
+
+def test_group_ranks_scale_each_groups_order_to_unit_interval():
+    from gbxfer.model._ranker import group_ranks
+
+    y = np.array([0.2, 1.0, 0.5, 0.3, 1.0, 0.3, 0.7, 0.4, 0.4])
+    codes = np.array([7, 7, 7, 3, 3, 3, 5, 9, 9])
+    expected = np.array([0, 1, 0.5, 0.25, 1, 0.25, 1, 0.5, 0.5])
+    assert np.allclose(group_ranks(y, codes), expected)
+    perm = np.random.default_rng(0).permutation(len(y))  # interleaved groups, any row order
+    assert np.allclose(group_ranks(y[perm], codes[perm]), expected[perm])
+
+
+@pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
+def test_rank_label_learns_the_order_within_groups_not_the_values(ansor_cpu, backend):
+    r = ansor_cpu.records
+    y = r["label"].to_numpy()
+    groups = r["group"].to_numpy()
+    codes = np.unique(groups, return_inverse=True)[1]
+    squashed = y ** 4 * (1 + codes % 3)  # same order within every group, other values
+    args = dict(backend=backend, objective="regression", label="rank", n_estimators=20)
+    a = GBCostRanker(**args).fit(ansor_cpu.X, y, groups=groups)
+    b = GBCostRanker(**args).fit(ansor_cpu.X, squashed, groups=groups)
+    assert np.allclose(a.predict(ansor_cpu.X), b.predict(ansor_cpu.X))
+    plain = GBCostRanker(**{**args, "label": "throughput"}).fit(ansor_cpu.X, y, groups=groups)
+    assert not np.allclose(a.predict(ansor_cpu.X), plain.predict(ansor_cpu.X))
+    from gbxfer.model._ranker import group_ranks  # the rank label is the ranks, row for row
+
+    perm = np.random.default_rng(2).permutation(len(y))
+    on_ranks = GBCostRanker(**{**args, "label": "throughput"}).fit(
+        ansor_cpu.X[perm], group_ranks(y, codes)[perm], groups=groups[perm])
+    assert np.allclose(a.predict(ansor_cpu.X), on_ranks.predict(ansor_cpu.X))
+
+
+def test_unknown_label_names_the_labels():
+    with pytest.raises(ValueError, match="throughput, rank"):
+        GBCostRanker(label="latency", n_estimators=2).fit(np.ones((4, 2)), np.ones(4))

@@ -11,7 +11,7 @@ import yaml
 
 from ..errors import GbxferError
 from ..features import BLOCKS
-from ._ranker import GBCostRanker
+from ._ranker import LABELS, GBCostRanker
 
 FIELDS = ("blocks", "params", "attention", "transfer", "descriptor_dropout")
 
@@ -53,6 +53,9 @@ class ModelConfig:
         if bad:
             raise GbxferError(f"{where}unknown parameter {bad[0]!r}; parameters: "
                               f"{', '.join(sorted(allowed))}")
+        if self.params.get("label", LABELS[0]) not in LABELS:
+            raise GbxferError(f"{where}'label' must be one of {', '.join(LABELS)}, got "
+                              f"{self.params['label']!r}")
         if self.attention and "hardware" not in self.blocks:
             raise GbxferError(f"{where}attention gating needs the 'hardware' block")
         dropout = self.descriptor_dropout

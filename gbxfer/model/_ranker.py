@@ -13,10 +13,38 @@ OBJECTIVES = {
 }
 
 
+LABELS = ("throughput", "rank")
+
+
 def relevance_grades(y, levels: int) -> np.ndarray:
     """Integer relevance 0..levels-1 from normalised throughput y in [0, 1] (min/latency)."""
     return np.clip(np.floor(np.asarray(y, dtype=float) * (levels - 1) + 1e-9), 0,
                    levels - 1).astype(int)
+
+
+def group_ranks(y, codes) -> np.ndarray:
+    """Each row's rank by ``y`` within its group (``codes``: one integer per row), scaled to
+    [0, 1]: 0 the lowest y, 1 the highest, tied rows their mean rank; a group of one is 1."""
+    from scipy.stats import rankdata
+
+    y, codes = np.asarray(y, dtype=float), np.asarray(codes)
+    order = np.lexsort((y, codes))
+    _, start, sizes = np.unique(codes[order], return_index=True, return_counts=True)
+    out = np.empty(len(y))
+    for a, n in zip(start, sizes):
+        rows = order[a:a + n]
+        out[rows] = (rankdata(y[rows]) - 1) / (n - 1) if n > 1 else 1.0
+    return out
+
+
+def training_labels(y, codes, label: str = "throughput", levels: int | None = None):
+    """What the booster fits for labels ``y`` (normalised throughput) in groups ``codes``:
+    ``label="rank"`` turns y into its rank within the group (:func:`group_ranks`); ``levels``
+    (ranking objectives) then into integer relevance grades."""
+    if label not in LABELS:
+        raise ValueError(f"label must be one of {', '.join(LABELS)}, got {label!r}")
+    y = group_ranks(y, codes) if label == "rank" else np.asarray(y, dtype=float)
+    return y if levels is None else relevance_grades(y, levels)
 
 
 class GBCostRanker(BaseEstimator):
@@ -36,7 +64,11 @@ class GBCostRanker(BaseEstimator):
     colsample_bytree, reg_lambda : booster parameters (LightGBM names; mapped for XGBoost).
     relevance_levels : int
         Ranking objectives turn the label y (min latency / latency within the group, in
-        [0, 1]) into integer grades ``floor(y * (levels - 1))``.
+        [0, 1]; its rank with ``label="rank"``) into integer grades ``floor(y * (levels - 1))``.
+    label : {"throughput", "rank"}
+        What the booster learns: ``"throughput"`` the label y itself; ``"rank"`` y's rank
+        within its group scaled to [0, 1] (every pair of programs weighs alike, where y
+        squeezes the slow majority of a group near 0).
     random_state : int
     n_jobs : int
 
@@ -70,8 +102,8 @@ class GBCostRanker(BaseEstimator):
 
     def __init__(self, backend="lightgbm", objective=None, n_estimators=300, learning_rate=0.1,
                  num_leaves=31, max_depth=-1, min_child_samples=20, subsample=1.0,
-                 colsample_bytree=1.0, reg_lambda=0.0, relevance_levels=31, random_state=0,
-                 n_jobs=1):
+                 colsample_bytree=1.0, reg_lambda=0.0, relevance_levels=31, label="throughput",
+                 random_state=0, n_jobs=1):
         self.backend = backend
         self.objective = objective
         self.n_estimators = n_estimators
@@ -83,6 +115,7 @@ class GBCostRanker(BaseEstimator):
         self.colsample_bytree = colsample_bytree
         self.reg_lambda = reg_lambda
         self.relevance_levels = relevance_levels
+        self.label = label
         self.random_state = random_state
         self.n_jobs = n_jobs
 
@@ -123,7 +156,8 @@ class GBCostRanker(BaseEstimator):
         sizes = np.bincount(codes[order])
         sizes = sizes[sizes > 0]
         Xo, yo, wo = X[order], y[order], None if sample_weight is None else sample_weight[order]
-        label = yo if objective == "regression" else relevance_grades(yo, self.relevance_levels)
+        label = training_labels(yo, codes[order], self.label,
+                                None if objective == "regression" else self.relevance_levels)
         if self.backend == "lightgbm":
             self.booster_ = self._fit_lightgbm(Xo, label, sizes, wo, objective, init_model)
         else:
