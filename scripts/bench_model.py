@@ -68,9 +68,12 @@ def run_models(dataset, split, seed, models, per_store):
     if not test.any() or all(m.all() for m in masks):
         return {}
     out = {}
-    blocks_of = {"gbxfer": BASE, "gbxfer-lambdarank": BASE, "gbxfer-xgboost": BASE,
-                 "gbxfer+per_store": BASE + ["per_store"], "tenset-xgb": ["per_store"]}
-    fm_all = build(valid, BASE + (["per_store"] if per_store is not None else []),
+    default = list(DEFAULT.blocks)  # each config's own feature blocks
+    blocks_of = {"gbxfer": default, "gbxfer-lambdarank": list(CONFIGS["gbxfer-lambdarank"].blocks),
+                 "gbxfer-xgboost": list(CONFIGS["gbxfer-xgboost"].blocks),
+                 "gbxfer+per_store": default + ["per_store"], "tenset-xgb": ["per_store"]}
+    every = list(dict.fromkeys(BASE + default))
+    fm_all = build(valid, every + (["per_store"] if per_store is not None else []),
                    per_store=per_store)
     r = fm_all.records
     for name in models:
@@ -112,7 +115,7 @@ def speed(dataset, shared_sources, seed):
     gbxfer's default config against TVM's XGBModel training and prediction code on the same
     feature rows (each record one "store"), in the same run."""
     resampled, distinct = speed_records(dataset, shared_sources, seed)
-    fm = build(resampled, BASE)
+    fm = build(resampled, list(DEFAULT.blocks))
     r = fm.records
     start = time.perf_counter()
     model = GBCostRanker(**{**DEFAULT.params, "random_state": seed}).fit(

@@ -9,7 +9,7 @@ from gbxfer import GbxferError, ModelConfig, load_model_config
 def test_shipped_configs_load_as_model_configs():
     default = load_model_config()
     assert isinstance(default, ModelConfig)
-    assert default.blocks == ("program", "workload", "hardware")
+    assert default.blocks == ("program", "workload", "hardware", "cross")
     assert (default.params["backend"], default.params["label"]) == ("lightgbm", "rank")
     assert load_model_config("xgboost").params["backend"] == "xgboost"
     assert load_model_config("lambdarank").params["objective"] == "lambdarank"
