@@ -31,7 +31,7 @@ import argparse
 import time
 
 import numpy as np
-from _bench import BASE, SHARED, SPEED_SOURCES, ci95, speed_records
+from _bench import SHARED, SPEED_SOURCES, ci95, speed_records
 from _results import RESULTS, print_table, write_results
 
 from gbxfer import SplitSpec, ingest, load_dataset
@@ -68,11 +68,10 @@ def run_models(dataset, split, seed, models, per_store):
     if not test.any() or all(m.all() for m in masks):
         return {}
     out = {}
-    default = list(DEFAULT.blocks)  # each config's own feature blocks
-    blocks_of = {"gbxfer": default, "gbxfer-lambdarank": list(CONFIGS["gbxfer-lambdarank"].blocks),
-                 "gbxfer-xgboost": list(CONFIGS["gbxfer-xgboost"].blocks),
-                 "gbxfer+per_store": default + ["per_store"], "tenset-xgb": ["per_store"]}
-    every = list(dict.fromkeys(BASE + default))
+    blocks_of = {name: list(config.blocks) for name, config in CONFIGS.items()}  # their own
+    blocks_of |= {"gbxfer+per_store": blocks_of["gbxfer"] + ["per_store"],
+                  "tenset-xgb": ["per_store"]}
+    every = list(dict.fromkeys(b for blocks in CONFIGS.values() for b in blocks.blocks))
     fm_all = build(valid, every + (["per_store"] if per_store is not None else []),
                    per_store=per_store)
     r = fm_all.records

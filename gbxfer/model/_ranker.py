@@ -25,16 +25,11 @@ def relevance_grades(y, levels: int) -> np.ndarray:
 def group_ranks(y, codes) -> np.ndarray:
     """Each row's rank by ``y`` within its group (``codes``: one integer per row), scaled to
     [0, 1]: 0 the lowest y, 1 the highest, tied rows their mean rank; a group of one is 1."""
-    from scipy.stats import rankdata
+    import pandas as pd
 
-    y, codes = np.asarray(y, dtype=float), np.asarray(codes)
-    order = np.lexsort((y, codes))
-    _, start, sizes = np.unique(codes[order], return_index=True, return_counts=True)
-    out = np.empty(len(y))
-    for a, n in zip(start, sizes):
-        rows = order[a:a + n]
-        out[rows] = (rankdata(y[rows]) - 1) / (n - 1) if n > 1 else 1.0
-    return out
+    by = pd.Series(np.asarray(y, dtype=float)).groupby(np.asarray(codes))
+    ranks, sizes = by.rank().to_numpy(), by.transform("size").to_numpy()
+    return np.where(sizes > 1, (ranks - 1) / np.maximum(sizes - 1, 1), 1.0)
 
 
 def training_labels(y, codes, label: str = "throughput", levels: int | None = None):
