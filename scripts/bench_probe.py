@@ -3,7 +3,8 @@
     python scripts/bench_probe.py [--profiles x86-avx2-1t,...] [--repeats 3] [--dataset bundled]
                                   [--separate-chains 12/12,14] [--name bench_probe]
 
-For each hardware profile (configs/hardware/*.yaml) whose ISA this CPU executes: the probe
+For each hardware profile (configs/hardware/*.yaml) of this machine (or each named, whose ISA
+this CPU executes): the probe
 (`gbxfer.hardware.probe.probe`, the profile's ISA and thread count) run ``--repeats`` times;
 the median measured clock, peak GFLOP/s and theoretical peak (clock x vector lanes x flops per
 lane per cycle x threads, `gbxfer.hardware.microarch`); their ratio (target: >= 0.9); and the
@@ -58,15 +59,18 @@ def best_gflops(dataset) -> dict:
 
 
 def row(profile, isa: str, arm: tuple, runs: list[dict], best: dict) -> dict:
-    """One profile's probe runs against its theoretical peak and its best bundled programs."""
+    """One profile's probe runs against its theoretical peak and its best bundled programs
+    (those only when the profile is this machine's: another machine's programs say nothing of
+    this one's probe)."""
     name = profile.name
+    best = best if profile.machine == host_machine() else {}
     peak = statistics.median(r["descriptor"]["peak_gflops"] for r in runs)
     theoretical = [r["theoretical_gflops"] for r in runs if r["theoretical_gflops"]]
     theoretical = statistics.median(theoretical) if theoretical else float("nan")
     matmul, task = best.get(name, {}).get("matmul", (float("nan"), ""))
     overall, _ = best.get(name, {}).get("any", (float("nan"), ""))
     return {
-        "profile": name, "isa": isa, "threads": profile.threads,
+        "profile": name, "machine": profile.machine, "isa": isa, "threads": profile.threads,
         "chains": ",".join(map(str, arm)),  # empty for FMA code
         "clock_ghz": statistics.median(r["descriptor"]["clock_ghz"] or np.nan for r in runs),
         "probe_gflops": peak,
@@ -85,7 +89,7 @@ def row(profile, isa: str, arm: tuple, runs: list[dict], best: dict) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profiles", help="comma-separated names or YAML paths (default: "
-                                           "every profile whose ISA this CPU executes)")
+                                           "every profile of this machine)")
     parser.add_argument("--repeats", type=int, default=3, help="probe runs per profile")
     parser.add_argument("--seconds", type=float, default=0.25,
                         help="seconds per repetition of the probe's FMA kernel")
@@ -101,8 +105,11 @@ def main() -> None:
         if args.separate_chains else [default]
     if not all(arms) or min(min(arm) for arm in arms) < 1:
         parser.error("--separate-chains: chain counts of at least 1, e.g. 12/12,14")
-    names = args.profiles.split(",") if args.profiles else sorted(p.stem for p in
-                                                                  CONFIGS.glob("*.yaml"))
+    names = args.profiles.split(",") if args.profiles else sorted(
+        p.stem for p in CONFIGS.glob("*.yaml") if load_profile(p.stem).machine == host_machine())
+    if not names:
+        parser.error(f"no profile in {CONFIGS} is of this machine ({host_machine()}); "
+                     "name some with --profiles")
     best = best_gflops(load_dataset(args.dataset))
     runnable = supported_isas()
     rows = []
@@ -121,7 +128,7 @@ def main() -> None:
                 into.append(probe(isa, profile.threads, seconds=args.seconds))
         probe_module.SEPARATE_CHAINS = default
         rows += [row(profile, isa, arm, r, best) for arm, r in zip(mine, runs, strict=True)]
-    print_table(rows, ["profile", "chains", "threads", "clock_ghz", "probe_gflops",
+    print_table(rows, ["profile", "machine", "chains", "threads", "clock_ghz", "probe_gflops",
                        "theoretical_gflops", "ratio", "best_matmul_gflops", "best_any_gflops",
                        "matmul_beats_probe", "profile_yaml_peak"])
     close = sum(r["ratio"] >= TARGET_RATIO for r in rows)
