@@ -80,6 +80,11 @@ def _part(keys: list, path: str, blocks: list, split: dict | None, label: str,
     fm = build(dataset, blocks)
     r = fm.records
     codes = pd.factorize(r["group"])[0]
+    paired = np.bincount(codes)[codes] > 1  # as GBCostRanker.fit: a group of one ranks nothing
+    fm = fm.select_rows(paired)
+    r, codes = fm.records, pd.factorize(fm.records["group"])[0]
+    if len(r) == 0:
+        return None
     order = np.argsort(codes, kind="stable")
     y = r["label"].to_numpy(dtype=float)[order]
     return {"X": np.ascontiguousarray(fm.X[order], dtype=np.float32),

@@ -146,6 +146,8 @@ class OnlineModel:
         if self.mode == "prior" or len(self.costs) < self.min_samples:
             return
         X, costs, groups = np.array(self.X), np.array(self.costs), np.array(self.groups)
+        if len(set(groups)) == len(groups):  # one measurement per task: nothing to rank yet
+            return
         best = {g: costs[groups == g].min() for g in np.unique(groups)}
         label = np.array([best[g] for g in groups]) / costs
         params = dict(self.prior.ranker.get_params()) if self.prior is not None else {}

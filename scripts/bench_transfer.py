@@ -3,6 +3,7 @@
     python scripts/bench_transfer.py [--seeds 5] [--shots 1,2,4,8,16] [--trials 10]
                                      [--settings bundled,gpus] [--arms default,unguarded,...]
                                      [--match TEXT] [--report-only]
+                                     [--config default] [--name bench_transfer]
 
 Settings: the bundled dataset's Zen 3 with each ISA family held out in turn (all its thread
 variants; the source model trains on the other families; `bundled`), each physical machine of
@@ -37,7 +38,8 @@ network). Paired differences to source-only on the same test records (d_pca, d_t
 95% CI over seeds) say whether an arm helps or hurts. How hard each transfer is: the Spearman
 correlation between source and target latencies of the paired programs (per task, averaged).
 Each (setting, seed, K) is appended to scripts/results/bench_transfer.jsonl as it finishes, so
-a killed run resumes (--fresh restarts). Results: scripts/results/bench_transfer.{json,csv,png}.
+a killed run resumes (--fresh restarts). Every model is the ``--config`` model config
+(configs/model). Results: scripts/results/<name>.{jsonl,json,csv,png}.
 """
 from __future__ import annotations
 
@@ -62,7 +64,6 @@ from gbxfer.training import train
 from gbxfer.transfer import TransferConfig, draw_shots, transfer
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-LOG = RESULTS / "bench_transfer.jsonl"
 ARMS = ("tuned", "default", "guard-continue", "unguarded", "source-only", "pooled", "scratch",
         "upper")
 BENCH_VERSION = 6  # 6: the guard weighs pooled retraining too, regime (b) calibrates one profile
@@ -208,7 +209,7 @@ def one(source, target, seed, k, trials, config, arms_wanted=ARMS, shared=None,
         fm_pooled = build(pooled, list(config.blocks))
         pooled_model = fit(config.params, fm_pooled, np.ones(len(pooled), bool), seed)
         arms["pooled"] = report(pooled_model.predict, fm_target, test)
-    if "scratch" in arms_wanted:
+    if "scratch" in arms_wanted and k != 1:  # one shot per group: nothing to rank
         fm_shots = build(shot_ds, list(config.blocks))
         scratch = fit(config.params, fm_shots, np.ones(len(shot_ds), bool), seed)
         arms["scratch"] = report(scratch.predict, fm_target, test)
@@ -232,6 +233,10 @@ def main() -> None:
     parser.add_argument("--settings", default="bundled,machines,gpus")
     parser.add_argument("--match", default="", metavar="TEXT",
                         help="only the settings whose name contains TEXT")
+    parser.add_argument("--config", default="default",
+                        help="model config of every model (configs/model name or YAML path)")
+    parser.add_argument("--name", default="bench_transfer",
+                        help="results file name (and of the log of finished runs)")
     parser.add_argument("--fresh", action="store_true", help="forget finished runs")
     parser.add_argument("--report-only", action="store_true",
                         help="summarize the finished runs, compute nothing new")
@@ -239,14 +244,15 @@ def main() -> None:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    config = load_model_config()
+    config = load_model_config(args.config)
+    log = RESULTS / f"{args.name}.jsonl"
     shots = [int(k) for k in args.shots.split(",")] + (
         [f"cal{int(n)}" for n in args.calibration.split(",") if n])
-    if args.fresh and LOG.exists():
-        LOG.unlink()
+    if args.fresh and log.exists():
+        log.unlink()
     done = {}
-    if LOG.exists():
-        for line in LOG.read_text().splitlines():
+    if log.exists():
+        for line in log.read_text().splitlines():
             row = json.loads(line)
             if row.get("trials", 10) == args.trials and row.get("bench") == BENCH_VERSION:
                 done[(row["setting"], row["seed"], row["k"])] = row
@@ -272,7 +278,7 @@ def main() -> None:
                        "seconds": time.perf_counter() - start}
                 done[(name, seed, k)] = row
                 RESULTS.mkdir(exist_ok=True)
-                with open(LOG, "a") as f:
+                with open(log, "a") as f:
                     f.write(json.dumps(row) + "\n")
                 scores = ", ".join(f"{a} {arms[a]['pca']:.3f}/{arms[a]['top1']:.3f}"
                                    for a in ARMS if a in arms)
@@ -282,8 +288,8 @@ def main() -> None:
     print_table(rows, ["setting", "k", "arm", "seeds", "pca", "pca_ci", "top1", "top1_ci",
                        "top5", "d_pca", "d_pca_ci", "d_top1", "d_top1_ci", "adapted",
                        "random_top1", "spearman"])
-    plot(rows)
-    write_results("bench_transfer", rows, trials=args.trials, hardness=hard)
+    plot(rows, args.name)
+    write_results(args.name, rows, trials=args.trials, hardness=hard, config=args.config)
 
 
 def summarize(done, hard, n_seeds, shots) -> list[dict]:
@@ -317,7 +323,7 @@ def summarize(done, hard, n_seeds, shots) -> list[dict]:
     return rows
 
 
-def plot(rows):
+def plot(rows, name):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -341,7 +347,7 @@ def plot(rows):
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
     RESULTS.mkdir(exist_ok=True)
-    fig.savefig(RESULTS / "bench_transfer.png", dpi=120)
+    fig.savefig(RESULTS / f"{name}.png", dpi=120)
 
 
 if __name__ == "__main__":

@@ -221,3 +221,23 @@ def test_rank_label_learns_the_order_within_groups_not_the_values(ansor_cpu, bac
 def test_unknown_label_names_the_labels():
     with pytest.raises(ValueError, match="throughput, rank"):
         GBCostRanker(label="latency", n_estimators=2).fit(np.ones((4, 2)), np.ones(4))
+
+
+@pytest.mark.parametrize("backend, objective", [("lightgbm", "regression"),
+                                                ("xgboost", "regression"),
+                                                ("lightgbm", "lambdarank")])
+def test_a_group_of_one_is_left_out(ansor_cpu, backend, objective):
+    r = ansor_cpu.records
+    y, groups = r["label"].to_numpy(), r["group"].to_numpy()
+    args = dict(backend=backend, objective=objective, label="rank", n_estimators=20)
+    plain = GBCostRanker(**args).fit(ansor_cpu.X, y, groups=groups)
+    # a few programs alone in their groups, each the "best" of its group: no ranking
+    # information, and under regression a label that would teach that they are fast
+    rows = np.arange(0, len(y), max(1, len(y) // 7))[:7]
+    X = np.vstack([ansor_cpu.X, ansor_cpu.X[rows]])
+    with_single = GBCostRanker(**args).fit(
+        X, np.concatenate([y, np.ones(len(rows))]),
+        groups=np.concatenate([groups, [f"alone-{i}" for i in range(len(rows))]]))
+    assert np.allclose(plain.predict(ansor_cpu.X), with_single.predict(ansor_cpu.X))
+    with pytest.raises(ValueError, match="every group holds one sample"):
+        GBCostRanker(**args).fit(ansor_cpu.X[:5], y[:5], groups=np.arange(5))

@@ -120,6 +120,13 @@ def test_per_target_models(gpus, tmp_path, capsys):
     assert 0.5 < report["pca"] <= 1 and report["top1"] > report["random_top1"]
 
 
+def test_one_program_per_group_is_nothing_to_rank(gpus):
+    ds, _ = gpus
+    first = ~ds.records.duplicated(["task_key", "hardware"]).to_numpy()
+    with pytest.raises(GbxferError, match="nothing to rank"):
+        train(ds.select(first), CONFIG)
+
+
 def test_unknown_target_lists_the_hardware(gpus):
     ds, _ = gpus
     with pytest.raises(GbxferError, match="cuda-sm_80"):

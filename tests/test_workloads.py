@@ -13,10 +13,11 @@ SUITE = REPO / "configs" / "workloads" / "networks.yaml"
 
 
 NETWORKS = {"resnet50", "mobilenet_v2", "bert_base", "resnet18", "convnext_t", "yolov8n",
-            "llama2_7b_prefill", "llama2_7b_decode", "whisper_tiny_encoder"}
+            "llama2_7b_prefill", "llama2_7b_decode", "whisper_tiny_encoder", "efficientnet_b0",
+            "vit_b16"}
 
 
-def test_bundled_suite_covers_nine_networks_and_the_operator_kinds():
+def test_bundled_suite_covers_eleven_networks_and_the_operator_kinds():
     suite = load_suite(SUITE)
     assert len(suite.tasks) >= 120
     networks = {n for t in suite.tasks for n in t.network.split(",")}
@@ -30,6 +31,7 @@ def test_bundled_suite_covers_nine_networks_and_the_operator_kinds():
 @pytest.mark.parametrize("network, gflops", [
     ("resnet50", 8.2), ("convnext_t", 8.9), ("yolov8n", 8.7),  # published: 4.1, 4.5 GMAC; 8.7
     ("llama2_7b_prefill", 2 * 202e6 * 128 / 1e9),  # 2 FLOPs per weight per token
+    ("efficientnet_b0", 2 * 0.39), ("vit_b16", 2 * 17.56),  # published GMACs
 ])
 def test_networks_have_their_published_flops(network, gflops):
     tasks, weights = load_suite(SUITE).network(network)

@@ -24,7 +24,8 @@ def relevance_grades(y, levels: int) -> np.ndarray:
 
 def group_ranks(y, codes) -> np.ndarray:
     """Each row's rank by ``y`` within its group (``codes``: one integer per row), scaled to
-    [0, 1]: 0 the lowest y, 1 the highest, tied rows their mean rank; a group of one is 1."""
+    [0, 1]: 0 the lowest y, 1 the highest, tied rows their mean rank; a group of one is 1
+    (:meth:`GBCostRanker.fit` leaves such groups out)."""
     import pandas as pd
 
     by = pd.Series(np.asarray(y, dtype=float)).groupby(np.asarray(codes))
@@ -81,9 +82,10 @@ class GBCostRanker(BaseEstimator):
     ``fit(X, y, groups=...)`` takes one group id per row (so ``GroupKFold`` keeps groups
     whole). Without ``groups`` all rows form one group. Rows need not be sorted by group.
     The fit does not depend on the order of the rows. A group of one program carries no
-    ranking information: it is kept (its row still shapes
-    the trees under the regression objective) but contributes no pairs. NaN features are
-    allowed (missing values, routed by the trees); infinite ones are an error.
+    ranking information and is left out (under the regression objective its label, the best
+    of its group, would teach that the program is fast); data with no larger group is an
+    error. NaN features are allowed (missing values, routed by the trees); infinite ones are
+    an error.
 
     Examples
     --------
@@ -144,6 +146,12 @@ class GBCostRanker(BaseEstimator):
             if not sample_weight.any():
                 raise ValueError("sample_weight are all zero: nothing to learn from")
         _, codes = np.unique(groups, return_inverse=True)
+        paired = np.bincount(codes)[codes] > 1  # a group of one ranks nothing
+        if not paired.any():
+            raise ValueError("every group holds one sample (one program): nothing to rank")
+        if not paired.all():
+            X, y, codes = X[paired], y[paired], np.unique(codes[paired], return_inverse=True)[1]
+            sample_weight = None if sample_weight is None else sample_weight[paired]
         # Boosters want each group's rows together; within a group a canonical order (label,
         # then features) makes the model independent of the input's row order (LightGBM's
         # lambdarank picks pairs among tied scores by position).
