@@ -186,12 +186,12 @@ def test_is_a_ranker_not_a_regressor_and_scores_pairwise_accuracy(ansor_cpu):
         pairwise_accuracy(latency, scores, r["group"].to_numpy()))
 
 
-def test_group_ranks_scale_each_groups_order_to_unit_interval():
+def test_group_ranks_are_expected_percentiles_of_each_groups_order():
     from gbxfer.model._ranker import group_ranks
 
     y = np.array([0.2, 1.0, 0.5, 0.3, 1.0, 0.3, 0.7, 0.4, 0.4])
     codes = np.array([7, 7, 7, 3, 3, 3, 5, 9, 9])
-    expected = np.array([0, 1, 0.5, 0.25, 1, 0.25, 1, 0.5, 0.5])
+    expected = np.array([1, 3, 2, 1.5, 3, 1.5, 1, 1.5, 1.5]) / np.array([4, 4, 4, 4, 4, 4, 2, 3, 3])
     assert np.allclose(group_ranks(y, codes), expected)
     perm = np.random.default_rng(0).permutation(len(y))  # interleaved groups, any row order
     assert np.allclose(group_ranks(y[perm], codes[perm]), expected[perm])

@@ -23,14 +23,14 @@ def relevance_grades(y, levels: int) -> np.ndarray:
 
 
 def group_ranks(y, codes) -> np.ndarray:
-    """Each row's rank by ``y`` within its group (``codes``: one integer per row), scaled to
-    [0, 1]: 0 the lowest y, 1 the highest, tied rows their mean rank; a group of one is 1
-    (:meth:`GBCostRanker.fit` leaves such groups out)."""
+    """Each row's rank i = 1..n by ``y`` within its group of n (``codes``: one integer per
+    row) as i / (n + 1), tied rows their mean rank: the expected percentile of the i-th of n
+    programs drawn from the task's, so that a small group's ranks shrink towards 1/2 (the
+    better of two programs is expected at 2/3, not at the top)."""
     import pandas as pd
 
     by = pd.Series(np.asarray(y, dtype=float)).groupby(np.asarray(codes))
-    ranks, sizes = by.rank().to_numpy(), by.transform("size").to_numpy()
-    return np.where(sizes > 1, (ranks - 1) / np.maximum(sizes - 1, 1), 1.0)
+    return by.rank().to_numpy() / (by.transform("size").to_numpy() + 1)
 
 
 def training_labels(y, codes, label: str = "throughput", levels: int | None = None):
@@ -63,8 +63,8 @@ class GBCostRanker(BaseEstimator):
         [0, 1]; its rank with ``label="rank"``) into integer grades ``floor(y * (levels - 1))``.
     label : {"throughput", "rank"}
         What the booster learns: ``"throughput"`` the label y itself; ``"rank"`` y's rank
-        within its group scaled to [0, 1] (every pair of programs weighs alike, where y
-        squeezes the slow majority of a group near 0).
+        within its group as an expected percentile (:func:`group_ranks`: every pair of
+        programs weighs alike, where y squeezes the slow majority of a group near 0).
     random_state : int
     n_jobs : int
 
