@@ -39,7 +39,14 @@ def training_labels(y, codes, label: str = "throughput", levels: int | None = No
     (ranking objectives) then into integer relevance grades."""
     if label not in LABELS:
         raise ValueError(f"label must be one of {', '.join(LABELS)}, got {label!r}")
-    y = group_ranks(y, codes) if label == "rank" else np.asarray(y, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if label == "rank" and levels is None:
+        return group_ranks(y, codes)
+    if label == "rank":  # grades encode order alone: the ranks spread over 0..levels-1
+        y = group_ranks(y, codes)
+        sizes = np.bincount(np.unique(codes, return_inverse=True)[1])[
+            np.unique(codes, return_inverse=True)[1]]
+        y = np.clip((y * (sizes + 1) - 1) / np.maximum(sizes - 1, 1), 0, 1)
     return y if levels is None else relevance_grades(y, levels)
 
 
