@@ -81,10 +81,11 @@ def _part(keys: list, path: str, blocks: list, split: dict | None, label: str,
     r = fm.records
     codes = pd.factorize(r["group"])[0]
     paired = np.bincount(codes)[codes] > 1  # as GBCostRanker.fit: a group of one ranks nothing
-    fm = fm.select_rows(paired)
-    r, codes = fm.records, pd.factorize(fm.records["group"])[0]
-    if len(r) == 0:
+    if not paired.any():
         return None
+    if not paired.all():
+        fm = fm.select_rows(paired)
+        r, codes = fm.records, pd.factorize(fm.records["group"])[0]
     order = np.argsort(codes, kind="stable")
     y = r["label"].to_numpy(dtype=float)[order]
     return {"X": np.ascontiguousarray(fm.X[order], dtype=np.float32),

@@ -22,15 +22,21 @@ def relevance_grades(y, levels: int) -> np.ndarray:
                    levels - 1).astype(int)
 
 
+def _ranks(y, codes) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's rank 1..n by ``y`` within its group (tied rows their mean rank) and n."""
+    import pandas as pd
+
+    by = pd.Series(np.asarray(y, dtype=float)).groupby(np.asarray(codes))
+    return by.rank().to_numpy(), by.transform("size").to_numpy()
+
+
 def group_ranks(y, codes) -> np.ndarray:
     """Each row's rank i = 1..n by ``y`` within its group of n (``codes``: one integer per
     row) as i / (n + 1), tied rows their mean rank: the expected percentile of the i-th of n
     programs drawn from the task's, so that a small group's ranks shrink towards 1/2 (the
     better of two programs is expected at 2/3, not at the top)."""
-    import pandas as pd
-
-    by = pd.Series(np.asarray(y, dtype=float)).groupby(np.asarray(codes))
-    return by.rank().to_numpy() / (by.transform("size").to_numpy() + 1)
+    ranks, sizes = _ranks(y, codes)
+    return ranks / (sizes + 1)
 
 
 def training_labels(y, codes, label: str = "throughput", levels: int | None = None):
@@ -43,10 +49,8 @@ def training_labels(y, codes, label: str = "throughput", levels: int | None = No
     if label == "rank" and levels is None:
         return group_ranks(y, codes)
     if label == "rank":  # grades encode order alone: the ranks spread over 0..levels-1
-        y = group_ranks(y, codes)
-        sizes = np.bincount(np.unique(codes, return_inverse=True)[1])[
-            np.unique(codes, return_inverse=True)[1]]
-        y = np.clip((y * (sizes + 1) - 1) / np.maximum(sizes - 1, 1), 0, 1)
+        ranks, sizes = _ranks(y, codes)
+        y = (ranks - 1) / np.maximum(sizes - 1, 1)
     return y if levels is None else relevance_grades(y, levels)
 
 
