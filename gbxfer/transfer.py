@@ -159,6 +159,10 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
     model.check_columns(fm_tgt.columns)
     if not config.adapts:  # no trees added: the source model, with the shots recorded
         return _adapted(model, model.ranker, shots, config, seed, holdout)
+    if not fm_tgt.records["group"].duplicated().any():  # every shot alone on its task
+        adapted = _adapted(model, model.ranker, shots, config, seed, holdout)
+        adapted.extra["transfer"]["kept_source"] = "no task has two shots on one profile"
+        return adapted
     if config.guard:
         source_features = source_features or build(source, list(model.blocks))
         target_features = target_features or build(target, list(model.blocks))

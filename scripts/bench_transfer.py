@@ -27,7 +27,9 @@ programs) serve every arm, seed and K; the seeds are shot draws from the other h
   unguarded    the continue adaptation without the check (the default before the guard)
   source-only  the source model, no target data (zero-shot)
   pooled       one model trained on source records + shots together, no reweighting
-  scratch      a model trained on the shots alone
+               (with one shot per task and profile, the shots rank nothing: a retraining on
+               the source records alone, as unguarded then keeps the source model)
+  scratch      a model trained on the shots alone (not run where no task has two shots)
   upper        a model trained on every target record outside the test part (upper bound)
 
 With --calibration N, regime (b) too (K = calN): the test part is 30% of the target's tasks
@@ -193,7 +195,9 @@ def one(source, target, seed, k, trials, config, arms_wanted=ARMS, shared=None,
             arms[arm] = report(lambda X: adapted.predict(X, fm_target.columns), fm_target, test)
             arms[arm]["seconds"] = time.perf_counter() - start
             arms[arm]["guard"] = adapted.extra["transfer"].get("guard_check")
-    if "tuned" in arms_wanted and k != 1:  # one shot per group: nothing for a study to score
+    shot_ds = target.select(shots)  # labels among the shots only, as a transfer sees them
+    ranked = shot_ds.records.duplicated(["task_key", "hardware"]).any()  # some pair to rank
+    if "tuned" in arms_wanted and ranked:  # else nothing for a study to score
         start = time.perf_counter()
         study = study_transfer(model, source, target, shots, trials, f"bench-{seed}-{k}", None,
                                seed)
@@ -203,13 +207,12 @@ def one(source, target, seed, k, trials, config, arms_wanted=ARMS, shared=None,
         arms["tuned"]["seconds"] = time.perf_counter() - start
         arms["tuned"]["best_params"] = study.best_params
         arms["tuned"]["chosen"] = dataclasses.asdict(chosen)
-    shot_ds = target.select(shots)  # labels among the shots only, as a transfer sees them
     if "pooled" in arms_wanted:
         pooled = Dataset.concat([source, shot_ds])
         fm_pooled = build(pooled, list(config.blocks))
         pooled_model = fit(config.params, fm_pooled, np.ones(len(pooled), bool), seed)
         arms["pooled"] = report(pooled_model.predict, fm_target, test)
-    if "scratch" in arms_wanted and k != 1:  # one shot per group: nothing to rank
+    if "scratch" in arms_wanted and ranked:  # else every shot alone: nothing to rank
         fm_shots = build(shot_ds, list(config.blocks))
         scratch = fit(config.params, fm_shots, np.ones(len(shot_ds), bool), seed)
         arms["scratch"] = report(scratch.predict, fm_target, test)

@@ -9,8 +9,9 @@ default), its square and fourth power (weighting the fast programs more), its sq
 log, the percentile rank within the group (which ignores how much faster), the z-score of -log
 latency within the group, and log(FLOPs / latency) (an absolute throughput, comparable across
 tasks). Scored on the test part; mean +- 95% CI over seeds and of the paired per-seed
-differences to the default label (d_*). The default config's ``label: rank`` is the percentile
-rank here, on LightGBM (scripts/compare_configs.py).
+differences to the default label (d_*). The default config's ``label: rank`` (the i-th of n
+as i / (n + 1)) is this percentile rank (i / n) shrunk towards 1/2 in small groups, on LightGBM
+(scripts/compare_configs.py).
 Results: scripts/results/compare_labels.{json,csv}.
 """
 from __future__ import annotations

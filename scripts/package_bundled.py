@@ -84,11 +84,10 @@ def main() -> None:
     earlier = [c for path in args.commands_of for c in load_dataset(path).manifest["commands"]]
     commands = earlier + ds.manifest["commands"]
     ds.manifest["commands"] = [c for i, c in enumerate(commands) if c not in commands[:i]]
+    networks = sorted({n for names in ds.tasks["network"] for n in names.split(",") if n})
     ds.manifest["description"] = (
-        "Programs of the 'networks' suite (configs/workloads/networks.yaml: ResNet-50, "
-        "MobileNet-V2, ResNet-18, ConvNeXt-T, YOLOv8n, BERT-base, a Llama-2-7B decoder layer, "
-        "Whisper-tiny's encoder) "
-        "collected with `gbxfer collect` on ISA/thread profiles of the machines "
+        f"Programs of the suite {Path(args.suite).name} ({', '.join(networks)}) collected "
+        "with `gbxfer collect` on ISA/thread profiles of the machines "
         f"{', '.join(ds.machines)} (2-vCPU virtual machines): see configs/hardware. "
         "Latency = median of 3 timed repeats.")
     if NOISE.exists():

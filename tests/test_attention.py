@@ -48,3 +48,21 @@ def test_gated_model_trains_saves_and_scores_unseen_hardware(ansor_dir, tmp_path
     again = SavedModel.load(tmp_path / "m")
     a, b = evaluate(model, ds), evaluate(again, ds)
     assert a["pca"] == b["pca"] and 0 <= a["pca"] <= 1
+
+
+def test_gating_leaves_out_a_profile_whose_programs_are_alone_on_their_tasks():
+    from gbxfer.model._attention import GroupGate
+
+    rng = np.random.default_rng(0)
+    columns = ["program.a", "program.b", "workload.c", "hardware.clock_ghz", "hardware.cores"]
+    X = rng.normal(size=(90, len(columns)))
+    X[:60, 3:], X[60:80, 3:], X[80:, 3:] = [1.0, 2.0], [3.0, 4.0], [5.0, 8.0]
+    hardware = np.array(["p"] * 60 + ["q"] * 20 + ["alone"] * 10)
+    groups = np.concatenate([np.repeat(np.arange(6), 10), np.repeat([6, 7], 10),
+                             np.arange(8, 18)])  # "alone": ten groups of one program
+    y = rng.random(90)
+    gate = GroupGate(steps=20, probe_estimators=5).fit(X, y, groups, hardware, columns)
+    assert gate.importance_.shape[0] == 2
+    with pytest.raises(ValueError, match="group of two"):
+        GroupGate(steps=20, probe_estimators=5).fit(X[80:], y[80:], groups[80:],
+                                                    hardware[80:], columns)

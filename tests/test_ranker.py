@@ -241,3 +241,7 @@ def test_a_group_of_one_is_left_out(ansor_cpu, backend, objective):
     assert np.allclose(plain.predict(ansor_cpu.X), with_single.predict(ansor_cpu.X))
     with pytest.raises(ValueError, match="every group holds one sample"):
         GBCostRanker(**args).fit(ansor_cpu.X[:5], y[:5], groups=np.arange(5))
+    # weight only on the programs left out: nothing to learn from
+    with pytest.raises(ValueError, match="all zero"):
+        GBCostRanker(**args).fit(ansor_cpu.X[:5], y[:5], groups=[0, 0, 1, 1, 2],
+                                 sample_weight=[0, 0, 0, 0, 1])

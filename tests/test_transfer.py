@@ -137,6 +137,20 @@ def test_zero_extra_rounds_keeps_the_source_model_and_records_the_shots(gpus):
     assert set(target.records["record_id"].iloc[shots]) <= set(kept.train_record_ids)
 
 
+@pytest.mark.parametrize("config", [TransferConfig(guard=False),
+                                    TransferConfig(guard=False, source_fraction=0.0),
+                                    TransferConfig()])
+def test_shots_alone_on_their_tasks_keep_the_source_model(gpus, config):
+    source = train(gpus, CONFIG, SplitSpec.parse("by-hardware:cuda-sm_86"))
+    target = gpus.filter(hardware="cuda-sm_86")
+    shots = draw_shots(target, 1, 0)  # one program per task: nothing to rank
+    kept = transfer(source, gpus, target, shots, config, 0)
+    X = np.random.default_rng(0).normal(size=(20, len(source.columns)))
+    assert np.array_equal(kept.predict(X, source.columns), source.predict(X, source.columns))
+    assert kept.extra["transfer"]["kept_source"]
+    assert set(target.records["record_id"].iloc[shots]) <= set(kept.train_record_ids)
+
+
 def _study_with(source_only, default, best):
     """An in-memory study whose trials carry per-group scores, as study_transfer leaves them."""
     import optuna

@@ -85,6 +85,9 @@ def run(args) -> int:
                if guard["gain"] is not None else
                "too few shots or groups to tell")
         log.info("checked inside the shots: %s; %s", how, guard_choice(guard))
+    if adapted.extra["transfer"].get("kept_source"):
+        log.info("kept the source model: %s (draw more --shots)",
+                 adapted.extra["transfer"]["kept_source"])
     adapted.extra["command"] = command_stamp()
     adapted.save(args.out)
     log.info("transferred to %s with %d shots: %s", ", ".join(target.hardware), len(shots),

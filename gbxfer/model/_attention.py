@@ -157,11 +157,15 @@ class GroupGate:
         descriptors = self._hardware(X, columns)
         for hw in np.unique(hardware):
             rows = hardware == hw
+            if np.unique(groups[rows], return_counts=True)[1].max() < 2:
+                continue  # groups of one program rank nothing: no importance to learn
             probe = GBCostRanker(n_estimators=self.probe_estimators,
                                  random_state=self.random_state).fit(X[rows], y[rows],
                                                                      groups=groups[rows])
             T.append(group_importance(probe.feature_importances_, self.groups_, self.names_))
             H.append(descriptors[rows][0])
+        if not T:
+            raise ValueError("no hardware profile has a group of two programs: nothing to rank")
         self.attention_ = HardwareAttention(self.dim, self.temperature, self.l2, self.steps,
                                             random_state=self.random_state).fit(H, T)
         self.importance_ = np.array(T)

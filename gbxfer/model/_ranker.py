@@ -93,10 +93,10 @@ class GBCostRanker(BaseEstimator):
     ``fit(X, y, groups=...)`` takes one group id per row (so ``GroupKFold`` keeps groups
     whole). Without ``groups`` all rows form one group. Rows need not be sorted by group.
     The fit does not depend on the order of the rows. A group of one program carries no
-    ranking information and is left out (under the regression objective its label, the best
-    of its group, would teach that the program is fast); data with no larger group is an
-    error. NaN features are allowed (missing values, routed by the trees); infinite ones are
-    an error.
+    ranking information and is left out (its label says nothing of its speed: under the
+    regression objective and label ``throughput`` it is the best of its group, which would
+    teach that the program is fast); data with no larger group is an error. NaN features are
+    allowed (missing values, routed by the trees); infinite ones are an error.
 
     Examples
     --------
@@ -154,8 +154,6 @@ class GBCostRanker(BaseEstimator):
             if sample_weight.shape != y.shape or not np.all(np.isfinite(sample_weight)) or (
                     sample_weight < 0).any():
                 raise ValueError("sample_weight must be finite, non-negative, one per row")
-            if not sample_weight.any():
-                raise ValueError("sample_weight are all zero: nothing to learn from")
         _, codes = np.unique(groups, return_inverse=True)
         paired = np.bincount(codes)[codes] > 1  # a group of one ranks nothing
         if not paired.any():
@@ -163,6 +161,9 @@ class GBCostRanker(BaseEstimator):
         if not paired.all():
             X, y, codes = X[paired], y[paired], np.unique(codes[paired], return_inverse=True)[1]
             sample_weight = None if sample_weight is None else sample_weight[paired]
+        if sample_weight is not None and not sample_weight.any():
+            raise ValueError("sample_weight are all zero (in groups of two or more programs): "
+                             "nothing to learn from")
         # Boosters want each group's rows together; within a group a canonical order (label,
         # then features) makes the model independent of the input's row order (LightGBM's
         # lambdarank picks pairs among tied scores by position).
