@@ -90,9 +90,10 @@ def train(dataset: Dataset, config: ModelConfig | dict, split: SplitSpec | None 
         X = gate.transform(X, fm.columns)
     ranker = GBCostRanker(**params).fit(X, r["label"], groups=r["group"],
                                         sample_weight=sample_weight)
-    learned = r["group"].duplicated(keep=False)  # as the ranker and the Dask partitions: a
-    return SavedModel(ranker, fm.columns, sorted(r["hardware"].unique()),  # group of one is out
-                      split.to_dict() if split else None, r.loc[learned, "record_id"].tolist(),
+    # what the ranker learned from (as the Dask partitions): a group of one is left out
+    learned = r[r["group"].duplicated(keep=False)]
+    return SavedModel(ranker, fm.columns, sorted(learned["hardware"].unique()),
+                      split.to_dict() if split else None, learned["record_id"].tolist(),
                       gate=gate)
 
 

@@ -151,7 +151,9 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
     """A new model: ``model`` boosted on weighted source records and the target shots (rows
     ``shot_positions`` of ``target``). ``source_features`` and ``target_features``, the
     feature matrices of the whole ``source`` and ``target`` when the caller has them (a study
-    transfers many times), save building them again."""
+    transfers many times), save building them again. Where no task has two shots on one
+    profile (K = 1) the shots rank nothing: the result is the source model with the shots
+    recorded, whatever the config, and ``extra["transfer"]["kept_source"]`` says why."""
     shots = target.select(shot_positions)
     if len(shots) == 0:
         raise GbxferError("no shots: the target has no valid records to draw from")

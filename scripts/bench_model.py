@@ -202,6 +202,7 @@ def main() -> None:
                 mean, half = ci95([rep[metric] for rep in reps])
                 row[metric] = round(mean, 4)
                 row[f"{metric}_ci"] = round(half, 4)
+            row["n_tasks"] = int(ds.records["task_key"].nunique())  # of the data, all splits
             row["n_groups"] = reps[0]["n_groups"]
             row["group_size_median"] = reps[0]["group_size_median"]
             row["n_test_records"] = int(np.mean([rep["n_records"] for rep in reps]))

@@ -68,8 +68,9 @@ from gbxfer.transfer import TransferConfig, draw_shots, transfer
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 ARMS = ("tuned", "default", "guard-continue", "unguarded", "source-only", "pooled", "scratch",
         "upper")
-BENCH_VERSION = 6  # 6: the guard weighs pooled retraining too, regime (b) calibrates one profile
-# (5: continue only; regime (b)'s shots on every target profile)
+BENCH_VERSION = 7  # 7: groups of one left out of training (a transfer whose shots are each
+# alone on their task keeps the source model); 6: the guard weighs pooled retraining too, regime
+# (b) calibrates one profile; 5: continue only, regime (b)'s shots on every target profile
 METRICS = ("pca", "top1", "top5")
 
 
@@ -257,7 +258,8 @@ def main() -> None:
     if log.exists():
         for line in log.read_text().splitlines():
             row = json.loads(line)
-            if row.get("trials", 10) == args.trials and row.get("bench") == BENCH_VERSION:
+            if (row.get("trials", 10), row.get("bench"), row.get("config", "default")) == (
+                    args.trials, BENCH_VERSION, args.config):
                 done[(row["setting"], row["seed"], row["k"])] = row
     hard = {}
     for name, source, target, only, calibration in settings(args.settings.split(",")):
@@ -277,7 +279,7 @@ def main() -> None:
                 arms = one(source, target, seed, k, args.trials, config, args.arms.split(","),
                            shared, only)
                 row = {"setting": name, "seed": seed, "k": k, "trials": args.trials,
-                       "bench": BENCH_VERSION, "arms": arms,
+                       "bench": BENCH_VERSION, "config": args.config, "arms": arms,
                        "seconds": time.perf_counter() - start}
                 done[(name, seed, k)] = row
                 RESULTS.mkdir(exist_ok=True)

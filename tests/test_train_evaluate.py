@@ -127,6 +127,16 @@ def test_one_program_per_group_is_nothing_to_rank(gpus):
         train(ds.select(first), CONFIG)
 
 
+def test_programs_alone_on_their_task_are_not_counted_as_trained_on(gpus):
+    ds, _ = gpus
+    r = ds.records
+    lone = (r["hardware"] == "cuda-sm_86").to_numpy() & ~r.duplicated(
+        ["task_key", "hardware"]).to_numpy()  # one program per task on the RTX 3080
+    model = train(ds.select((r["hardware"] == "cuda-sm_80").to_numpy() | lone), CONFIG)
+    assert model.hardware == ["cuda-sm_80"]
+    assert not set(r["record_id"][lone]) & set(model.train_record_ids)
+
+
 def test_unknown_target_lists_the_hardware(gpus):
     ds, _ = gpus
     with pytest.raises(GbxferError, match="cuda-sm_80"):

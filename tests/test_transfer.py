@@ -127,6 +127,18 @@ def test_cli_transfer_tuned_by_a_study_inside_the_shots(gpus, tmp_path, monkeypa
     assert set(model.extra["transfer"]) >= {"target_weight", "temperature", "extra_rounds"}
 
 
+def test_cli_transfer_with_one_shot_per_task_keeps_the_source_model(gpus, tmp_path, capsys):
+    gpus.save(tmp_path / "ds")
+    assert main(["train", str(tmp_path / "ds"), "--holdout", "by-hardware:cuda-sm_86",
+                 "--out", str(tmp_path / "src"), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["transfer", str(tmp_path / "src"), "--target-data", str(tmp_path / "ds"),
+                 "--shots", "1", "--tune", "2", "--out", str(tmp_path / "t")]) == 0
+    said = capsys.readouterr().err
+    assert "--tune skipped" in said and "kept the source model" in said
+    assert SavedModel.load(tmp_path / "t").extra["transfer"]["kept_source"]
+
+
 def test_zero_extra_rounds_keeps_the_source_model_and_records_the_shots(gpus):
     source = train(gpus, CONFIG, SplitSpec.parse("by-hardware:cuda-sm_86"))
     target = gpus.filter(hardware="cuda-sm_86")

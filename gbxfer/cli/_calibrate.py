@@ -79,6 +79,8 @@ def run(args) -> int:
           f"{state['programs']} programs valid over {state['tasks']} tasks in "
           f"{state['seconds'] / 60:.1f} min; the transfer "
           f"{guard_choice(guard) if guard.get('adapted') else 'kept the source model'}"
+          + (f" ({adapted.extra['transfer']['kept_source']})"
+             if adapted.extra["transfer"].get("kept_source") else "")
           + (f" (gain {guard['gain']:+.4f} +- {guard['se']:.4f} inside the measurements)"
              if guard.get("gain") is not None else ""))
     print(f"model: {out / 'model'}    tune with: gbxfer tune ... --hardware "

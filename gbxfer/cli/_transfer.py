@@ -65,7 +65,10 @@ def run(args) -> int:
     config = TransferConfig.from_dict(load_model_config(args.config).transfer
                                       if args.config else None)
     shots = draw_shots(target, args.shots, args.seed, holdout)
-    if args.tune > 0:
+    if args.tune > 0 and not target.select(shots).records.duplicated(
+            ["task_key", "hardware"]).any():
+        log.info("--tune skipped: no task has two shots on one profile, nothing to score")
+    elif args.tune > 0:
         import optuna
 
         from ..study import chosen_transfer, study_transfer

@@ -53,6 +53,8 @@ class SavedModel:
     columns: list
     hardware: list = dataclasses.field(default_factory=list)
     split: dict | None = None
+    # records evaluation leaves out: those trained on (train: not a group of one), and after a
+    # transfer its shots too, used or not
     train_record_ids: list = dataclasses.field(default_factory=list)
     extra: dict = dataclasses.field(default_factory=dict)
     gate: object = None  # a GroupGate applied to the features before the booster
