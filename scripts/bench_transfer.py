@@ -336,16 +336,16 @@ def plot(rows, name):
 
     names = list(dict.fromkeys(r["setting"] for r in rows))
     fig, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 3.6), squeeze=False)
-    for ax, name in zip(axes[0], names):
+    for ax, setting in zip(axes[0], names):
         for arm in ARMS:
-            sel = [r for r in rows if r["setting"] == name and r["arm"] == arm
+            sel = [r for r in rows if r["setting"] == setting and r["arm"] == arm
                    and isinstance(r["k"], int)]  # regime (b) is in the table only
             if not sel:
                 continue
             ax.errorbar([r["k"] for r in sel], [r["top1"] for r in sel],
                         yerr=[r["top1_ci"] for r in sel], label=arm, capsize=3, marker="o")
         ax.set_xscale("log", base=2)
-        ax.set_title(f"{name}\n(Spearman {sel[0]['spearman']:.2f})" if sel else name,
+        ax.set_title(f"{setting}\n(Spearman {sel[0]['spearman']:.2f})" if sel else setting,
                      fontsize=9)
         ax.set_xlabel("shots per task (K)")
         ax.set_ylabel("top-1")
