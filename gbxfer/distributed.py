@@ -27,7 +27,7 @@ import pandas as pd
 from .errors import GbxferError
 from .features import block_columns, build
 from .model import GBCostRanker, ModelConfig, SavedModel
-from .model._ranker import training_labels
+from .model._ranker import paired, training_labels
 from .model._config import as_model_config
 from .records.dataset import Dataset, dataset_size, verified_tasks
 from .splits import SplitSpec
@@ -79,13 +79,13 @@ def _part(keys: list, path: str, blocks: list, split: dict | None, label: str,
         return None
     fm = build(dataset, blocks)
     r = fm.records
-    codes = pd.factorize(r["group"])[0]
-    paired = np.bincount(codes)[codes] > 1  # as GBCostRanker.fit: a group of one ranks nothing
-    if not paired.any():
+    kept = paired(r["group"].to_numpy())  # as GBCostRanker.fit
+    if not kept.any():
         return None
-    if not paired.all():
-        fm = fm.select_rows(paired)
-        r, codes = fm.records, pd.factorize(fm.records["group"])[0]
+    if not kept.all():
+        fm = fm.select_rows(kept)
+        r = fm.records
+    codes = pd.factorize(r["group"])[0]
     order = np.argsort(codes, kind="stable")
     y = r["label"].to_numpy(dtype=float)[order]
     return {"X": np.ascontiguousarray(fm.X[order], dtype=np.float32),

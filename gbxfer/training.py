@@ -15,6 +15,7 @@ from .features import HARDWARE_FIELDS, FeatureMatrix, build, target_only_rows
 from .metrics import ranking_report
 from .model import GBCostRanker, ModelConfig, SavedModel
 from .model._attention import GroupGate
+from .model._ranker import paired
 from .model._config import as_model_config
 from .splits import HELD_OUT, SplitSpec, paired_test_mask
 
@@ -90,8 +91,7 @@ def train(dataset: Dataset, config: ModelConfig | dict, split: SplitSpec | None 
         X = gate.transform(X, fm.columns)
     ranker = GBCostRanker(**params).fit(X, r["label"], groups=r["group"],
                                         sample_weight=sample_weight)
-    # what the ranker learned from (as the Dask partitions): a group of one is left out
-    learned = r[r["group"].duplicated(keep=False)]
+    learned = r[paired(r["group"].to_numpy())]  # what the ranker learned from
     return SavedModel(ranker, fm.columns, sorted(learned["hardware"].unique()),
                       split.to_dict() if split else None, learned["record_id"].tolist(),
                       gate=gate)

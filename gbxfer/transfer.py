@@ -144,6 +144,12 @@ def hardware_similarity(source_hw: np.ndarray, target_hw: np.ndarray,
     return np.exp(-distance / temperature)
 
 
+def shots_rank(shots: Dataset) -> bool:
+    """Whether some task has two of ``shots`` on one profile: shots alone on their task rank
+    nothing (a transfer keeps the source model, a study has nothing to score)."""
+    return bool(shots.records.duplicated(["task_key", "hardware"]).any())
+
+
 def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions,
              config: TransferConfig = TransferConfig(), seed: int = 0,
              holdout: SplitSpec | None = None, source_features: FeatureMatrix | None = None,
@@ -161,7 +167,7 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
     model.check_columns(fm_tgt.columns)
     if not config.adapts:  # no trees added: the source model, with the shots recorded
         return _adapted(model, model.ranker, shots, config, seed, holdout)
-    if not fm_tgt.records["group"].duplicated().any():  # every shot alone on its task
+    if not shots_rank(shots):
         adapted = _adapted(model, model.ranker, shots, config, seed, holdout)
         adapted.extra["transfer"]["kept_source"] = "no task has two shots on one profile"
         return adapted

@@ -63,7 +63,7 @@ from gbxfer.model import GBCostRanker, load_model_config
 from gbxfer.pruning import calibration_order
 from gbxfer.study import chosen_transfer, study_transfer
 from gbxfer.training import train
-from gbxfer.transfer import TransferConfig, draw_shots, transfer
+from gbxfer.transfer import TransferConfig, draw_shots, shots_rank, transfer
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 ARMS = ("tuned", "default", "guard-continue", "unguarded", "source-only", "pooled", "scratch",
@@ -197,7 +197,7 @@ def one(source, target, seed, k, trials, config, arms_wanted=ARMS, shared=None,
             arms[arm]["seconds"] = time.perf_counter() - start
             arms[arm]["guard"] = adapted.extra["transfer"].get("guard_check")
     shot_ds = target.select(shots)  # labels among the shots only, as a transfer sees them
-    ranked = shot_ds.records.duplicated(["task_key", "hardware"]).any()  # some pair to rank
+    ranked = shots_rank(shot_ds)
     if "tuned" in arms_wanted and ranked:  # else nothing for a study to score
         start = time.perf_counter()
         study = study_transfer(model, source, target, shots, trials, f"bench-{seed}-{k}", None,

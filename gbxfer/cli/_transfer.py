@@ -6,7 +6,7 @@ import logging
 from ..errors import GbxferError
 from ..model import SavedModel, load_model_config
 from ..splits import SplitSpec
-from ..transfer import TransferConfig, draw_shots, transfer
+from ..transfer import TransferConfig, draw_shots, shots_rank, transfer
 from ._common import (SHOTS_HELP, command_stamp, fraction, input_path, load_dataset_arg,
                       non_negative_int, output_folder, require_hardware, shots_option)
 
@@ -65,8 +65,7 @@ def run(args) -> int:
     config = TransferConfig.from_dict(load_model_config(args.config).transfer
                                       if args.config else None)
     shots = draw_shots(target, args.shots, args.seed, holdout)
-    if args.tune > 0 and not target.select(shots).records.duplicated(
-            ["task_key", "hardware"]).any():
+    if args.tune > 0 and not shots_rank(target.select(shots)):
         log.info("--tune skipped: no task has two shots on one profile, nothing to score")
     elif args.tune > 0:
         import optuna

@@ -148,7 +148,7 @@ class GroupGate:
         return X[:, idx]
 
     def fit(self, X, y, groups, hardware, columns):
-        from ._ranker import GBCostRanker
+        from ._ranker import GBCostRanker, paired
 
         self.columns_ = list(columns)
         self.groups_ = feature_groups(columns)
@@ -157,7 +157,7 @@ class GroupGate:
         descriptors = self._hardware(X, columns)
         for hw in np.unique(hardware):
             rows = hardware == hw
-            if np.unique(groups[rows], return_counts=True)[1].max() < 2:
+            if not paired(groups[rows]).any():
                 continue  # groups of one program rank nothing: no importance to learn
             probe = GBCostRanker(n_estimators=self.probe_estimators,
                                  random_state=self.random_state).fit(X[rows], y[rows],

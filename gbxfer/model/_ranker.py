@@ -22,6 +22,12 @@ def relevance_grades(y, levels: int) -> np.ndarray:
                    levels - 1).astype(int)
 
 
+def paired(groups) -> np.ndarray:
+    """Rows whose group (one id per row) holds two or more: a group of one ranks nothing."""
+    _, codes, counts = np.unique(np.asarray(groups), return_inverse=True, return_counts=True)
+    return counts[codes] > 1
+
+
 def _ranks(y, codes) -> tuple[np.ndarray, np.ndarray]:
     """Each row's rank 1..n by ``y`` within its group (tied rows their mean rank) and n."""
     import pandas as pd
@@ -154,13 +160,13 @@ class GBCostRanker(BaseEstimator):
             if sample_weight.shape != y.shape or not np.all(np.isfinite(sample_weight)) or (
                     sample_weight < 0).any():
                 raise ValueError("sample_weight must be finite, non-negative, one per row")
-        _, codes = np.unique(groups, return_inverse=True)
-        paired = np.bincount(codes)[codes] > 1  # a group of one ranks nothing
-        if not paired.any():
+        kept = paired(groups)
+        if not kept.any():
             raise ValueError("every group holds one sample (one program): nothing to rank")
-        if not paired.all():
-            X, y, codes = X[paired], y[paired], np.unique(codes[paired], return_inverse=True)[1]
-            sample_weight = None if sample_weight is None else sample_weight[paired]
+        if not kept.all():
+            X, y, groups = X[kept], y[kept], groups[kept]
+            sample_weight = None if sample_weight is None else sample_weight[kept]
+        _, codes = np.unique(groups, return_inverse=True)
         if sample_weight is not None and not sample_weight.any():
             raise ValueError("sample_weight are all zero (in groups of two or more programs): "
                              "nothing to learn from")
