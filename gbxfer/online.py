@@ -31,6 +31,7 @@ import numpy as np
 from .errors import GbxferError
 from .metrics import group_indices, pairwise_accuracy
 from .model import GBCostRanker, SavedModel
+from .model._ranker import paired
 
 WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
 MODES = ("blend", "refine", "session", "prior")
@@ -146,7 +147,7 @@ class OnlineModel:
         if self.mode == "prior" or len(self.costs) < self.min_samples:
             return
         X, costs, groups = np.array(self.X), np.array(self.costs), np.array(self.groups)
-        if len(set(groups)) == len(groups):  # one measurement per task: nothing to rank yet
+        if not paired(groups).any():  # one measurement per task: nothing to rank yet
             return
         best = {g: costs[groups == g].min() for g in np.unique(groups)}
         label = np.array([best[g] for g in groups]) / costs

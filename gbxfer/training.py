@@ -74,7 +74,7 @@ def train(dataset: Dataset, config: ModelConfig | dict, split: SplitSpec | None 
                     "measured elsewhere")
         raise GbxferError(f"nothing to train on: the training part is empty{held}")
     fm = features_of(dataset, config.blocks, mask, features)
-    if not fm.records["group"].duplicated().any():
+    if not paired(fm.records["group"].to_numpy()).any():
         raise GbxferError("nothing to rank: no task has two valid programs on one hardware "
                           "profile in the training part")
     params = {"random_state": seed, **config.params}

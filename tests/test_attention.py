@@ -46,6 +46,7 @@ def test_gated_model_trains_saves_and_scores_unseen_hardware(ansor_dir, tmp_path
     assert weights.shape[1] == len(model.gate.names_)
     model.save(tmp_path / "m")
     again = SavedModel.load(tmp_path / "m")
+    assert again.gate.profiles_ == model.gate.profiles_ and len(model.gate.profiles_) == 2
     a, b = evaluate(model, ds), evaluate(again, ds)
     assert a["pca"] == b["pca"] and 0 <= a["pca"] <= 1
 
@@ -62,7 +63,7 @@ def test_gating_leaves_out_a_profile_whose_programs_are_alone_on_their_tasks():
                              np.arange(8, 18)])  # "alone": ten groups of one program
     y = rng.random(90)
     gate = GroupGate(steps=20, probe_estimators=5).fit(X, y, groups, hardware, columns)
-    assert gate.importance_.shape[0] == 2
+    assert gate.importance_.shape[0] == 2 and gate.profiles_ == ["p", "q"]
     with pytest.raises(ValueError, match="group of two"):
         GroupGate(steps=20, probe_estimators=5).fit(X[80:], y[80:], groups[80:],
                                                     hardware[80:], columns)

@@ -153,7 +153,7 @@ class GroupGate:
         self.columns_ = list(columns)
         self.groups_ = feature_groups(columns)
         self.names_ = [g for g in dict.fromkeys(self.groups_) if not g.startswith("hardware.")]
-        H, T = [], []
+        H, T, self.profiles_ = [], [], []
         descriptors = self._hardware(X, columns)
         for hw in np.unique(hardware):
             rows = hardware == hw
@@ -164,6 +164,7 @@ class GroupGate:
                                                                      groups=groups[rows])
             T.append(group_importance(probe.feature_importances_, self.groups_, self.names_))
             H.append(descriptors[rows][0])
+            self.profiles_.append(str(hw))
         if not T:
             raise ValueError("no hardware profile has a group of two programs: nothing to rank")
         self.attention_ = HardwareAttention(self.dim, self.temperature, self.l2, self.steps,
@@ -189,7 +190,7 @@ class GroupGate:
                 "columns": self.columns_, "names": self.names_,
                 "mean": a.mean_.tolist(), "scale": a.scale_.tolist(),
                 "W_query": a.W_query_.tolist(), "W_key": a.W_key_.tolist(),
-                "importance": self.importance_.tolist()}
+                "importance": self.importance_.tolist(), "profiles": self.profiles_}
 
     @classmethod
     def from_dict(cls, d: dict) -> "GroupGate":
@@ -200,4 +201,5 @@ class GroupGate:
         a.mean_, a.scale_ = np.array(d["mean"]), np.array(d["scale"])
         a.W_query_, a.W_key_ = np.array(d["W_query"]), np.array(d["W_key"])
         gate.attention_, gate.importance_ = a, np.array(d["importance"])
+        gate.profiles_ = list(d.get("profiles", []))  # absent in models saved before 2026-12-04
         return gate
