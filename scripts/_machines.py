@@ -58,19 +58,23 @@ def variant(X: np.ndarray, columns, records, which: str) -> np.ndarray:
     return X
 
 
-def by_machine_rows(shared, seeds) -> list[dict]:
+def by_machine_rows(shared, seeds, only=None) -> list[dict]:
     """Per machine, two splits: the machine held out (its programs may have been measured on
     another machine: the bundled machines replay each other's programs), and the machine held
     out together with 30% of the tasks on every machine (``+ unseen tasks``: the test is the
     machine's records of those tasks, which no training record shares; the draw of tasks
-    follows the seed)."""
+    follows the seed). ``only``: the machines to hold out (all of them when None)."""
     dataset = machines_dataset(shared)
+    unknown = set(only or []) - set(dataset.machines)
+    if unknown:
+        raise SystemExit(f"no machine {sorted(unknown)[0]!r}; machines: "
+                         f"{', '.join(dataset.machines)}")
     fm = build(dataset, ["program", "workload", "hardware"])
     r = fm.records
     assert (r["record_id"].to_numpy() == dataset.records["record_id"].to_numpy()).all()
     groups = r["group"].to_numpy()
     rows = []
-    for machine in dataset.machines:
+    for machine in [m for m in dataset.machines if not only or m in only]:
         on_machine = SplitSpec.parse(f"by-machine:{machine}").test_mask(dataset)
         for unseen_tasks in (False, True):
             reports: dict = {}
@@ -91,6 +95,7 @@ def by_machine_rows(shared, seeds) -> list[dict]:
                              f"gbxfer ({which}{', dropout' if dropout else ''})",
                              "seeds": len(reps), **summary(reps),
                              "n_train_machines": len(dataset.machines) - 1,
+                             "n_machine_tasks": int(dataset.records.loc[on_machine, "task_key"].nunique()),
                              "n_test_records": int(np.mean(sizes))})
     return rows
 

@@ -159,6 +159,9 @@ def main() -> None:
     parser.add_argument("--splits", default=f"within-task,by-task,{LONO}",
                         type=lambda text: text.split(","),
                         help="which splits of --dataset the 'splits' part runs (comma-separated)")
+    parser.add_argument("--machines", type=lambda text: text.split(","),
+                        help="the 'machines' part holds out only these machines (comma-separated "
+                             "names as `gbxfer info` shows them)")
     parser.add_argument("--models", help="run only these models (comma-separated); the other "
                         "rows stay as written before")
     args = parser.parse_args()
@@ -213,7 +216,7 @@ def main() -> None:
     if "machines" in parts and (SHARED / "bennu-ansor").exists():
         from _machines import by_machine_rows
 
-        rows += by_machine_rows(SHARED, seeds)
+        rows += by_machine_rows(SHARED, seeds, args.machines)
     kept = {}
     if (args.only or args.models) and (RESULTS / "bench_model.json").exists():  # the rest
         import json
