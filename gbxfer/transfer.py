@@ -34,14 +34,17 @@ from .splits import SplitSpec, key_uniform
 from .training import evaluate, features_of
 
 
-MODES = ("continue", "retrain")
+MODES = ("continue", "retrain", "blend")
+FALLBACKS = ("source", "blend")
 
 
 @dataclasses.dataclass
 class TransferConfig:
     """Hyper-parameters of :func:`transfer` (an Optuna study tunes them)."""
 
-    mode: str = "continue"  # continue boosting the source booster, or "retrain" from scratch
+    # continue boosting the source booster, "retrain" from scratch, or "blend": retrain, then
+    # average the new booster's scores with the source model's (SavedModel.partner)
+    mode: str = "continue"
     target_weight: float = 5.0  # weight of a shot relative to a source record of weight 1
     temperature: float = 1.0  # RBF temperature of source-hardware similarity; 0 = no reweighting
     extra_rounds: int = 60  # trees added on source + shots; 0 (continue) = the source model
@@ -52,6 +55,10 @@ class TransferConfig:
     min_child_samples: int = 0  # records per leaf of the added trees; 0 = as in the source model
     guard: bool = True  # keep the adaptation only if it beats the source inside the shots
     try_pooled: bool = True  # the guard weighs pooled retraining too (see pooled())
+    # what a guarded transfer returns when no adaptation passes its check (and some task has
+    # two shots): the source model, or "blend" (blended(): the source averaged with pooled
+    # retraining, unchecked)
+    fallback: str = "source"
 
     @property
     def adapts(self) -> bool:
@@ -64,6 +71,10 @@ class TransferConfig:
         return dataclasses.replace(self, mode="retrain", target_weight=1.0, temperature=0.0,
                                    rescale_shots=False, source_fraction=1.0)
 
+    def blended(self) -> "TransferConfig":
+        """Pooled retraining averaged with the source model (mode ``blend``)."""
+        return dataclasses.replace(self.pooled(), mode="blend")
+
     @classmethod
     def from_dict(cls, d: dict | None) -> "TransferConfig":
         d = d or {}
@@ -74,6 +85,9 @@ class TransferConfig:
         config = cls(**d)
         if config.mode not in MODES:
             raise GbxferError(f"unknown transfer mode {config.mode!r}; modes: {', '.join(MODES)}")
+        if config.fallback not in FALLBACKS:
+            raise GbxferError(f"unknown transfer fallback {config.fallback!r}; fallbacks: "
+                              f"{', '.join(FALLBACKS)}")
         return config
 
 
@@ -183,8 +197,11 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
         check = {**checks[name], "choice": name if checks[name]["adapted"] else "source",
                  "candidates": {n: {k: c[k] for k in ("adapted", "gain", "se")}
                                 for n, c in checks.items()}}
-        if not check["adapted"]:
+        if not check["adapted"] and config.fallback == "source":
             return _adapted(model, model.ranker, shots, config, seed, holdout, check)
+        if not check["adapted"]:
+            name, candidates[name] = "blend", candidates["config"].blended()
+            check["choice"] = "blend"
         adapted = transfer(model, source, target, shot_positions, candidates[name], seed,
                            holdout, source_features, target_features)
         adapted.extra["transfer"]["guard_check"] = check
@@ -219,6 +236,8 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
     X_fit = model.transform(X, model.columns)
     params = {**model.ranker.get_params(), "random_state": seed}
     init_model = None
+    if config.mode == "blend" and model.partner is not None:
+        raise GbxferError("this model is already a blend: transfer its source model instead")
     if config.mode == "continue":
         params.update(n_estimators=config.extra_rounds, learning_rate=config.learning_rate)
         init_model = model.ranker.booster_
@@ -228,7 +247,10 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
         params["min_child_samples"] = config.min_child_samples
     ranker = GBCostRanker(**params).fit(X_fit, y, groups=groups, sample_weight=weights,
                                         init_model=init_model)
-    return _adapted(model, ranker, shots, config, seed, holdout)
+    if config.mode == "blend":
+        return _adapted(model, model.ranker, shots, config, seed, holdout, partner=ranker)
+    return _adapted(model, ranker, shots, config, seed, holdout,
+                    partner=model.partner if config.mode == "continue" else None)
 
 
 def shot_folds(target: Dataset, shots: np.ndarray, within_task: bool = False) -> np.ndarray:
@@ -329,9 +351,12 @@ def guard_checks(model: SavedModel, source: Dataset, target: Dataset, shots: np.
 
 
 def _adapted(model: SavedModel, ranker, shots: Dataset, config: TransferConfig, seed: int,
-             holdout: SplitSpec | None, guard: dict | None = None) -> SavedModel:
-    """The transferred model: ``ranker`` with the source's columns, and the shots and the
-    split in its metadata (so that evaluation leaves them out)."""
+             holdout: SplitSpec | None, guard: dict | None = None,
+             partner="source") -> SavedModel:
+    """The transferred model: ``ranker`` (and ``partner``: by default the source's) with the
+    source's columns, and the shots and the split in its metadata (so that evaluation leaves
+    them out)."""
+    partner = model.partner if isinstance(partner, str) else partner
     ids = list(model.train_record_ids) + shots.records["record_id"].tolist()
     return SavedModel(ranker, model.columns, sorted(set(model.hardware) | set(shots.hardware)),
                       holdout.to_dict() if holdout else None, ids,
@@ -339,4 +364,5 @@ def _adapted(model: SavedModel, ranker, shots: Dataset, config: TransferConfig, 
                                     "n_shots": len(shots),
                                     "shot_record_ids": shots.records["record_id"].tolist(),
                                     "source_split": model.split,
-                                    **({"guard_check": guard} if guard else {})}}, model.gate)
+                                    **({"guard_check": guard} if guard else {})}}, model.gate,
+                      partner)

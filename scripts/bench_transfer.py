@@ -22,6 +22,8 @@ programs) serve every arm, seed and K; the seeds are shot draws from the other h
   default      gbxfer transfer with the default TransferConfig: guarded, of the continue
                adaptation and pooled retraining the one that beats the source model inside
                the shots beyond one standard error by most, else the source model
+  guard-blend  the default with fallback blend: where no adaptation passes the guard's check
+               (and some task has two shots), the blend instead of the source model
   guard-continue  the default before pooled retraining was among the guard's candidates:
                the configured (continue) adaptation only (try_pooled false)
   unguarded    the continue adaptation without the check (the default before the guard)
@@ -29,8 +31,8 @@ programs) serve every arm, seed and K; the seeds are shot draws from the other h
   pooled       one model trained on source records + shots together, no reweighting
                (with one shot per task and profile, the shots rank nothing: a retraining on
                the source records alone, as unguarded then keeps the source model)
-  blend        the source model's and the pooled model's scores, each standardised over the
-               test rows, summed (with pooled, which it needs)
+  blend        gbxfer transfer mode blend, unguarded: pooled retraining (gbxfer's, on the
+               source model's records and the shots) averaged with the source model
   scratch      a model trained on the shots alone (not run where no task has two shots)
   upper        a model trained on every target record outside the test part (upper bound)
 
@@ -68,8 +70,8 @@ from gbxfer.training import train
 from gbxfer.transfer import TransferConfig, draw_shots, shots_rank, transfer
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-ARMS = ("tuned", "default", "guard-continue", "unguarded", "source-only", "pooled", "blend",
-        "scratch", "upper")
+ARMS = ("tuned", "default", "guard-blend", "guard-continue", "unguarded", "source-only",
+        "pooled", "blend", "scratch", "upper")
 BENCH_VERSION = 7  # 7: groups of one left out of training (a transfer whose shots are each
 # alone on their task keeps the source model); 6: the guard weighs pooled retraining too, regime
 # (b) calibrates one profile; 5: continue only, regime (b)'s shots on every target profile
@@ -137,12 +139,6 @@ def report(model_predict, fm, test) -> dict:
     return {k: rep[k] for k in (*METRICS, "random_top1", "n_groups")}
 
 
-def standard(scores) -> np.ndarray:
-    """Scores standardised over the rows given (mean 0, standard deviation 1)."""
-    scores = np.asarray(scores, dtype=float)
-    return (scores - scores.mean()) / (scores.std() or 1.0)
-
-
 def fit(params, fm, mask, seed):
     r = fm.records
     return GBCostRanker(**{**params, "random_state": seed}).fit(
@@ -195,8 +191,10 @@ def one(source, target, seed, k, trials, config, arms_wanted=ARMS, shared=None,
                                   test)}
     arms["source-only"]["n_shots"] = len(shots)
     for arm, transfer_config in (("default", TransferConfig()),
+                                 ("guard-blend", TransferConfig(fallback="blend")),
                                  ("guard-continue", TransferConfig(try_pooled=False)),
-                                 ("unguarded", TransferConfig(guard=False))):
+                                 ("unguarded", TransferConfig(guard=False)),
+                                 ("blend", TransferConfig(guard=False).blended())):
         if arm in arms_wanted:
             start = time.perf_counter()
             adapted = transfer(model, source, target, shots, transfer_config, seed, holdout,
@@ -216,14 +214,11 @@ def one(source, target, seed, k, trials, config, arms_wanted=ARMS, shared=None,
         arms["tuned"]["seconds"] = time.perf_counter() - start
         arms["tuned"]["best_params"] = study.best_params
         arms["tuned"]["chosen"] = dataclasses.asdict(chosen)
-    if "pooled" in arms_wanted or "blend" in arms_wanted:
+    if "pooled" in arms_wanted:
         pooled = Dataset.concat([source, shot_ds])
         fm_pooled = build(pooled, list(config.blocks))
         pooled_model = fit(config.params, fm_pooled, np.ones(len(pooled), bool), seed)
         arms["pooled"] = report(pooled_model.predict, fm_target, test)
-        if "blend" in arms_wanted:
-            arms["blend"] = report(lambda X: standard(model.predict(X, fm_target.columns))
-                                   + standard(pooled_model.predict(X)), fm_target, test)
     if "scratch" in arms_wanted and ranked:  # else every shot alone: nothing to rank
         fm_shots = build(shot_ds, list(config.blocks))
         scratch = fit(config.params, fm_shots, np.ones(len(shot_ds), bool), seed)

@@ -266,3 +266,41 @@ def test_within_task_folds_halve_every_group_and_keep_a_program_in_one_fold():
     assert (records.groupby("program_id")["fold"].nunique() == 1).all()
     by_task = shot_folds(target, shots)
     assert (records.assign(fold=by_task).groupby("task_key")["fold"].nunique() == 1).all()
+
+
+def test_a_blend_averages_the_source_with_pooled_retraining_and_survives_a_save(gpus,
+                                                                                tmp_path):
+    source = train(gpus, CONFIG, SplitSpec.parse("by-hardware:cuda-sm_86"))
+    target = gpus.filter(hardware="cuda-sm_86")
+    shots = draw_shots(target, 4, 0)
+    blend = transfer(source, gpus, target, shots, TransferConfig(guard=False).blended(), 0)
+    pooled = transfer(source, gpus, target, shots, TransferConfig(guard=False).pooled(), 0)
+    X = np.random.default_rng(0).normal(size=(20, len(source.columns)))
+    assert blend.ranker is source.ranker and blend.partner is not None
+    assert np.allclose(blend.predict(X, source.columns), (source.predict(X, source.columns)
+                                                          + pooled.predict(X, source.columns)) / 2)
+    blend.save(tmp_path / "m")
+    again = SavedModel.load(tmp_path / "m")
+    assert np.allclose(again.predict(X, source.columns), blend.predict(X, source.columns))
+    assert set(target.records["record_id"].iloc[shots]) <= set(again.train_record_ids)
+    # a continued blend keeps its partner; a blend is not blended again
+    more = transfer(blend, gpus, target, shots, TransferConfig(guard=False), 0)
+    assert more.partner is blend.partner
+    with pytest.raises(Exception, match="already a blend"):
+        transfer(blend, gpus, target, shots, TransferConfig(guard=False).blended(), 0)
+
+
+def test_the_guard_falls_back_to_the_blend_when_asked(gpus, monkeypatch):
+    source, model = _guarded(gpus, monkeypatch, [0.7, 0.6, 0.8], [0.71, 0.58, 0.81],
+                             config=TransferConfig(fallback="blend"))
+    guard = model.extra["transfer"]["guard_check"]
+    assert guard["adapted"] is False and guard["choice"] == "blend"
+    assert model.ranker is source.ranker and model.partner is not None
+    assert model.extra["transfer"]["mode"] == "blend"
+    # shots that rank nothing still keep the source model
+    target = gpus.filter(hardware="cuda-sm_86")
+    kept = transfer(source, gpus, target, draw_shots(target, 1, 0),
+                    TransferConfig(fallback="blend"), 0)
+    assert kept.partner is None and kept.extra["transfer"]["kept_source"]
+    with pytest.raises(Exception, match="fallback"):
+        TransferConfig.from_dict({"fallback": "pooled"})

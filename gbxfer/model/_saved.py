@@ -3,7 +3,8 @@
 ``MODEL/manifest.json`` names every file with its SHA-256 and lists the models the folder holds:
 one (``hardware: null``) or one per hardware profile (``gbxfer train --per-target``). Each model
 is a sub-folder of the version folder ``v-<token>/`` holding the booster in its library's native
-format (``booster.txt``, LightGBM text; ``booster.json``, XGBoost JSON) and ``model.json``: the
+format (``booster.txt``, LightGBM text; ``booster.json``, XGBoost JSON; a blend's second booster
+beside it as ``partner.txt`` / ``partner.json``) and ``model.json``: the
 estimator's parameters, the feature schema (column names), the hardware profiles seen, the split
 spec, the training record ids, the gate and library versions. A per-profile sub-folder is named
 by a slug of the profile plus a hash of it: names from data are never used as paths.
@@ -33,9 +34,10 @@ from ._ranker import GBCostRanker
 FORMAT_NAME = "gbxfer-model"
 MODEL_SCHEMA_VERSION = 2
 BOOSTER_FILES = {"lightgbm": "booster.txt", "xgboost": "booster.json"}
+PARTNER_FILES = {"lightgbm": "partner.txt", "xgboost": "partner.json"}
 _DEBRIS = re.compile(r"v-[0-9a-f]{12}")  # version folders no manifest names (killed saves)
 _KNOWN = {"format", "schema_version", "booster_file", "params", "objective", "n_features",
-          "columns", "hardware", "split", "train_record_ids", "versions", "gate"}
+          "columns", "hardware", "split", "train_record_ids", "versions", "gate", "partner"}
 
 
 def member_folder(hardware: str | None) -> str:
@@ -58,6 +60,9 @@ class SavedModel:
     train_record_ids: list = dataclasses.field(default_factory=list)
     extra: dict = dataclasses.field(default_factory=dict)
     gate: object = None  # a GroupGate applied to the features before the booster
+    # a second booster on the same (gated) features whose scores are averaged with the
+    # ranker's: a transfer's blend of the source model and pooled retraining (mode "blend")
+    partner: GBCostRanker | None = None
 
     @property
     def blocks(self) -> list[str]:
@@ -98,6 +103,13 @@ class SavedModel:
         folder.mkdir(parents=True)
         booster_file = BOOSTER_FILES[self.ranker.backend]
         self.ranker.booster_.save_model(str(folder / booster_file))
+        files = [booster_file]
+        partner = None
+        if self.partner is not None:
+            partner = {"booster_file": PARTNER_FILES[self.partner.backend],
+                       "params": self.partner.get_params(), "objective": self.partner.objective_}
+            self.partner.booster_.save_model(str(folder / partner["booster_file"]))
+            files.append(partner["booster_file"])
         meta = {
             "format": FORMAT_NAME, "schema_version": MODEL_SCHEMA_VERSION,
             "booster_file": booster_file, "params": self.ranker.get_params(),
@@ -105,32 +117,29 @@ class SavedModel:
             "columns": list(self.columns), "hardware": list(self.hardware),
             "split": self.split, "train_record_ids": list(self.train_record_ids),
             "gate": self.gate.to_dict() if self.gate is not None else None,
+            **({"partner": partner} if partner else {}),
             "versions": {"gbxfer": __version__, "lightgbm": lightgbm.__version__,
                          "xgboost": xgboost.__version__, "scikit-learn": sklearn.__version__},
             **self.extra,
         }
         (folder / "model.json").write_text(json.dumps(meta, indent=1))
-        return [booster_file, "model.json"]
+        return [*files, "model.json"]
 
     @classmethod
     def _read(cls, folder: Path) -> "SavedModel":
         """The model of a member folder whose files were verified against the manifest."""
         meta = read_json(folder / "model.json")
         try:
-            ranker = GBCostRanker(**meta["params"])
-            backend = ranker.backend
-            if meta["booster_file"] != BOOSTER_FILES.get(backend):
-                raise ValueError(f"booster_file {meta['booster_file']!r} for {backend!r}")
-            ranker.booster_ = _read_booster(folder / meta["booster_file"], backend)
-            ranker.objective_ = str(meta["objective"])
-            ranker.n_features_in_ = int(meta["n_features"])
+            ranker = _read_ranker(folder, meta, BOOSTER_FILES, int(meta["n_features"]))
+            partner = (_read_ranker(folder, meta["partner"], PARTNER_FILES, ranker.n_features_in_)
+                       if meta.get("partner") else None)
             columns = [str(c) for c in meta["columns"]]
             if len(columns) != ranker.n_features_in_:
                 raise ValueError(f"{len(columns)} columns for {ranker.n_features_in_} features")
             gate = GroupGate.from_dict(meta["gate"]) if meta.get("gate") else None
             return cls(ranker, columns, list(meta["hardware"]), meta["split"],
                        list(meta["train_record_ids"]),
-                       {k: v for k, v in meta.items() if k not in _KNOWN}, gate)
+                       {k: v for k, v in meta.items() if k not in _KNOWN}, gate, partner)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise GbxferError(f"{folder / 'model.json'}: bad model metadata ({exc!r})") from None
 
@@ -142,8 +151,11 @@ class SavedModel:
 
     def predict(self, X, columns) -> np.ndarray:
         """Scores (higher = faster) of features ``X`` with ``columns``: the one way a gbxfer
-        model predicts, here, in evaluation and inside TVM alike."""
-        return self.ranker.predict(self.transform(X, columns))
+        model predicts, here, in evaluation and inside TVM alike (a blend: the mean of its two
+        boosters' scores)."""
+        X = self.transform(X, columns)
+        scores = self.ranker.predict(X)
+        return scores if self.partner is None else (scores + self.partner.predict(X)) / 2
 
 
 def save_models(path, models: dict) -> Path:
@@ -194,6 +206,18 @@ def load_models(path) -> dict:
     if None in models and len(models) > 1:
         raise GbxferError(f"{path}: the manifest mixes a joint model with per-profile ones")
     return models
+
+
+def _read_ranker(folder: Path, meta: dict, files: dict, n_features: int) -> GBCostRanker:
+    """The fitted ranker that ``meta`` (params, objective, booster_file) describes."""
+    ranker = GBCostRanker(**meta["params"])
+    backend = ranker.backend
+    if meta["booster_file"] != files.get(backend):
+        raise ValueError(f"booster_file {meta['booster_file']!r} for {backend!r}")
+    ranker.booster_ = _read_booster(folder / meta["booster_file"], backend)
+    ranker.objective_ = str(meta["objective"])
+    ranker.n_features_in_ = n_features
+    return ranker
 
 
 def _read_booster(path: Path, backend: str):
