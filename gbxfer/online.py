@@ -165,7 +165,7 @@ class OnlineModel:
                 prior.transform(X, self.columns), label, groups=groups,
                 init_model=prior.ranker.booster_)
             self.refined = SavedModel(ranker, prior.columns, extra={"online": "refined"},
-                                      gate=prior.gate)
+                                      gate=prior.gate, partner=prior.partner)  # a blend's too
         seen = np.array(self.seen, dtype=float).reshape(-1, 2)[:, 0]
         if np.isfinite(seen).any():
             rows = np.isfinite(seen)

@@ -15,7 +15,10 @@ the same held-out groups; it is kept only when its mean gain in the mean of pair
 and top-1 exceeds one standard error, else the source model is returned (with the shots
 recorded). A few shots cannot then make the model worse beyond the noise of that check. With
 ``try_pooled`` the guard weighs pooled retraining (:meth:`TransferConfig.pooled`) the same way
-and keeps, of the adaptations that pass, the one with the larger gain.
+and keeps, of the adaptations that pass, the one with the larger gain. Mode ``blend`` retrains
+like ``retrain`` and returns the source model with the new booster as its
+:attr:`SavedModel.partner` (their scores averaged); ``fallback="blend"`` makes a guarded transfer
+return :meth:`TransferConfig.blended` where no adaptation passes, instead of the source model.
 """
 from __future__ import annotations
 

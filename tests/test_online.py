@@ -134,3 +134,14 @@ def test_a_run_saved_before_rounds_were_kept_still_loads(prior):
     model.restore(old)
     assert model.rounds == list(range(20)) and model.session is not None
     assert model.weight == {"t": 0.0}  # nothing scored before it was seen
+
+
+def test_a_blended_prior_is_refined_with_its_partner(prior):
+    X = np.random.default_rng(1).normal(size=(400, 4))
+    partner = GBCostRanker(n_estimators=20, random_state=1).fit(X, -X[:, 1])
+    blended = SavedModel(prior.ranker, COLUMNS, partner=partner)
+    refine = OnlineModel(blended, COLUMNS, "refine")
+    _run(refine, sign=-1, rounds=3)
+    assert refine.refined.partner is partner
+    assert np.allclose(blended.predict(X, COLUMNS),
+                       (prior.predict(X, COLUMNS) + partner.predict(X)) / 2)
