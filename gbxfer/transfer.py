@@ -58,6 +58,7 @@ class TransferConfig:
     min_child_samples: int = 0  # records per leaf of the added trees; 0 = as in the source model
     guard: bool = True  # keep the adaptation only if it beats the source inside the shots
     try_pooled: bool = True  # the guard weighs pooled retraining too (see pooled())
+    try_blend: bool = False  # the guard weighs the blend too (see blended())
     # what a guarded transfer returns when no adaptation passes its check (and some task has
     # two shots): the source model, or "blend" (blended(): the source averaged with pooled
     # retraining, unchecked)
@@ -194,6 +195,8 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
         candidates = {"config": dataclasses.replace(config, guard=False)}
         if config.try_pooled and candidates["config"].pooled() != candidates["config"]:
             candidates["pooled"] = candidates["config"].pooled()
+        if config.try_blend and candidates["config"].blended() != candidates["config"]:
+            candidates["blend"] = candidates["config"].blended()
         checks = guard_checks(model, source, target, np.asarray(shot_positions), candidates,
                               seed, source_features, target_features)
         name = max(checks, key=lambda n: (checks[n]["adapted"], checks[n]["gain"] or -1.0))

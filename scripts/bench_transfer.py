@@ -24,6 +24,8 @@ programs) serve every arm, seed and K; the seeds are shot draws from the other h
                the shots beyond one standard error by most, else the source model
   guard-blend  the default with fallback blend: where no adaptation passes the guard's check
                (and some task has two shots), the blend instead of the source model
+  guard+blend  the default with the blend among the guard's candidates (try_blend): kept
+               only where it beats the source model inside the shots, as the others
   guard-continue  the default before pooled retraining was among the guard's candidates:
                the configured (continue) adaptation only (try_pooled false)
   unguarded    the continue adaptation without the check (the default before the guard)
@@ -70,7 +72,7 @@ from gbxfer.training import train
 from gbxfer.transfer import TransferConfig, draw_shots, shots_rank, transfer
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-ARMS = ("tuned", "default", "guard-blend", "guard-continue", "unguarded", "source-only",
+ARMS = ("tuned", "default", "guard-blend", "guard+blend", "guard-continue", "unguarded", "source-only",
         "pooled", "blend", "scratch", "upper")
 BENCH_VERSION = 7  # 7: groups of one left out of training (a transfer whose shots are each
 # alone on their task keeps the source model); 6: the guard weighs pooled retraining too, regime
@@ -192,6 +194,7 @@ def one(source, target, seed, k, trials, config, arms_wanted=ARMS, shared=None,
     arms["source-only"]["n_shots"] = len(shots)
     for arm, transfer_config in (("default", TransferConfig()),
                                  ("guard-blend", TransferConfig(fallback="blend")),
+                                 ("guard+blend", TransferConfig(try_blend=True)),
                                  ("guard-continue", TransferConfig(try_pooled=False)),
                                  ("unguarded", TransferConfig(guard=False)),
                                  ("blend", TransferConfig(guard=False).blended())):
@@ -324,9 +327,10 @@ def summarize(done, hard, n_seeds, shots) -> list[dict]:
                 guards = [r.get("guard") for r in reps if r.get("guard")]
                 if guards:
                     row["adapted"] = f"{sum(g['adapted'] for g in guards)}/{len(guards)}"
-                    pooled = sum(g.get("choice") == "pooled" for g in guards)
-                    if pooled:
-                        row["adapted"] += f" ({pooled} pooled)"
+                    for choice in ("pooled", "blend"):
+                        chosen = sum(g.get("choice") == choice for g in guards)
+                        if chosen:
+                            row["adapted"] += f" ({chosen} {choice})"
                 row["random_top1"] = round(float(np.mean([r["random_top1"] for r in reps])), 4)
                 row["n_test_groups"] = reps[0]["n_groups"]
                 row["spearman"] = round(hard[name], 3)

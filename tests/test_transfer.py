@@ -304,3 +304,10 @@ def test_the_guard_falls_back_to_the_blend_when_asked(gpus, monkeypatch):
     assert kept.partner is None and kept.extra["transfer"]["kept_source"]
     with pytest.raises(Exception, match="fallback"):
         TransferConfig.from_dict({"fallback": "pooled"})
+
+
+def test_the_guard_weighs_the_blend_when_asked(gpus, monkeypatch):
+    _, model = _guarded(gpus, monkeypatch, [0.7, 0.6, 0.8], [0.71, 0.58, 0.81],
+                        config=TransferConfig(try_blend=True))
+    guard = model.extra["transfer"]["guard_check"]
+    assert list(guard["candidates"]) == ["config", "pooled", "blend"]
