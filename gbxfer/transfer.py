@@ -184,9 +184,9 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
     fm_tgt = features_of(target, model.blocks, shot_positions, target_features)
     model.check_columns(fm_tgt.columns)
     if not config.adapts:  # no trees added: the source model, with the shots recorded
-        return _adapted(model, model.ranker, shots, config, seed, holdout)
+        return _kept(model, shots, config, seed, holdout)
     if not shots_rank(shots):
-        adapted = _adapted(model, model.ranker, shots, config, seed, holdout)
+        adapted = _kept(model, shots, config, seed, holdout)
         adapted.extra["transfer"]["kept_source"] = "no task has two shots on one profile"
         return adapted
     if config.guard:
@@ -204,7 +204,7 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
                  "candidates": {n: {k: c[k] for k in ("adapted", "gain", "se")}
                                 for n, c in checks.items()}}
         if not check["adapted"] and config.fallback == "source":
-            return _adapted(model, model.ranker, shots, config, seed, holdout, check)
+            return _kept(model, shots, config, seed, holdout, check)
         if not check["adapted"]:
             name, candidates[name] = "blend", candidates["config"].blended()
             check["choice"] = "blend"
@@ -254,9 +254,10 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
     ranker = GBCostRanker(**params).fit(X_fit, y, groups=groups, sample_weight=weights,
                                         init_model=init_model)
     if config.mode == "blend":
-        return _adapted(model, model.ranker, shots, config, seed, holdout, partner=ranker)
-    return _adapted(model, ranker, shots, config, seed, holdout,
-                    partner=model.partner if config.mode == "continue" else None)
+        return _adapted(model, model.ranker, ranker, shots, config, seed, holdout)
+    # continued boosting leaves a blend's partner as it was; a retraining is a model of its own
+    return _adapted(model, ranker, model.partner if config.mode == "continue" else None, shots,
+                    config, seed, holdout)
 
 
 def shot_folds(target: Dataset, shots: np.ndarray, within_task: bool = False) -> np.ndarray:
@@ -356,13 +357,16 @@ def guard_checks(model: SavedModel, source: Dataset, target: Dataset, shots: np.
     return checks
 
 
-def _adapted(model: SavedModel, ranker, shots: Dataset, config: TransferConfig, seed: int,
-             holdout: SplitSpec | None, guard: dict | None = None,
-             partner="source") -> SavedModel:
-    """The transferred model: ``ranker`` (and ``partner``: by default the source's) with the
-    source's columns, and the shots and the split in its metadata (so that evaluation leaves
-    them out)."""
-    partner = model.partner if isinstance(partner, str) else partner
+def _kept(model: SavedModel, shots: Dataset, config: TransferConfig, seed: int,
+          holdout: SplitSpec | None, guard: dict | None = None) -> SavedModel:
+    """The source model (its booster and partner) with the shots recorded."""
+    return _adapted(model, model.ranker, model.partner, shots, config, seed, holdout, guard)
+
+
+def _adapted(model: SavedModel, ranker, partner, shots: Dataset, config: TransferConfig,
+             seed: int, holdout: SplitSpec | None, guard: dict | None = None) -> SavedModel:
+    """The transferred model: ``ranker`` and ``partner`` (or None) with the source's columns,
+    and the shots and the split in its metadata (so that evaluation leaves them out)."""
     ids = list(model.train_record_ids) + shots.records["record_id"].tolist()
     return SavedModel(ranker, model.columns, sorted(set(model.hardware) | set(shots.hardware)),
                       holdout.to_dict() if holdout else None, ids,

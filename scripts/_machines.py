@@ -95,7 +95,8 @@ def by_machine_rows(shared, seeds, only=None) -> list[dict]:
                              f"gbxfer ({which}{', dropout' if dropout else ''})",
                              "seeds": len(reps), **summary(reps),
                              "n_train_machines": len(dataset.machines) - 1,
-                             "n_machine_tasks": int(dataset.records.loc[on_machine, "task_key"].nunique()),
+                             "n_machine_tasks": int(dataset.records.loc[on_machine, "task_key"]
+                                                    .nunique()),
                              "n_test_records": int(np.mean(sizes))})
     return rows
 

@@ -72,8 +72,8 @@ from gbxfer.training import train
 from gbxfer.transfer import TransferConfig, draw_shots, shots_rank, transfer
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-ARMS = ("tuned", "default", "guard-blend", "guard+blend", "guard-continue", "unguarded", "source-only",
-        "pooled", "blend", "scratch", "upper")
+ARMS = ("tuned", "default", "guard-blend", "guard+blend", "guard-continue", "unguarded",
+        "source-only", "pooled", "blend", "scratch", "upper")
 BENCH_VERSION = 7  # 7: groups of one left out of training (a transfer whose shots are each
 # alone on their task keeps the source model); 6: the guard weighs pooled retraining too, regime
 # (b) calibrates one profile; 5: continue only, regime (b)'s shots on every target profile
