@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -132,6 +133,18 @@ def hardness(source: Dataset, target: Dataset) -> float:
             if len(both) >= 5:
                 values.append(spearmanr(both["latency_s"], both["latency_t"])[0])
     return float(np.nanmean(values)) if values else float("nan")
+
+
+def fingerprint(source: Dataset, target: Dataset, only) -> str:
+    """Names a setting's data: its source and target records (ids and latencies) and the test
+    restriction, so that a run logged on other data is not taken for one on these."""
+    digest = hashlib.sha256()
+    for ds in (source, target):
+        digest.update(pd.util.hash_pandas_object(ds.records[["record_id", "latency"]],
+                                                 index=False).to_numpy().tobytes())
+    if only is not None:
+        digest.update(np.packbits(only).tobytes())
+    return digest.hexdigest()[:12]
 
 
 def report(model_predict, fm, test) -> dict:
@@ -263,20 +276,26 @@ def main() -> None:
         [f"cal{int(n)}" for n in args.calibration.split(",") if n])
     if args.fresh and log.exists():
         log.unlink()
-    done = {}
+    logged = {}
     if log.exists():
         for line in log.read_text().splitlines():
             row = json.loads(line)
             if (row.get("trials", 10), row.get("bench"), row.get("config", "default")) == (
                     args.trials, BENCH_VERSION, args.config):
-                done[(row["setting"], row["seed"], row["k"])] = row
-    hard = {}
+                logged[(row["setting"], row["seed"], row["k"], row.get("data"))] = row
+    done, hard = {}, {}
     for name, source, target, only, calibration in settings(args.settings.split(",")):
         if args.match not in name:
             continue
         hard[name] = hardness(source, target)
+        data = fingerprint(source, target, only)
         print(f"{name}: {len(source)} source, {len(target)} target records; source/target "
-              f"latency Spearman {hard[name]:.3f}", flush=True)
+              f"latency Spearman {hard[name]:.3f}; data {data}", flush=True)
+        # a run of other data (another package of the bundled dataset) is not resumed; runs
+        # logged before runs named their data are reported (--report-only) only
+        for of_data in ([None] if args.report_only else []) + [data]:
+            done.update({key[:3]: row for key, row in logged.items()
+                         if key[0] == name and key[3] == of_data})
         shared = None
         for seed in range(args.seeds):
             for k in shots:
@@ -288,7 +307,7 @@ def main() -> None:
                 arms = one(source, target, seed, k, args.trials, config, args.arms.split(","),
                            shared, only)
                 row = {"setting": name, "seed": seed, "k": k, "trials": args.trials,
-                       "bench": BENCH_VERSION, "config": args.config, "arms": arms,
+                       "bench": BENCH_VERSION, "config": args.config, "data": data, "arms": arms,
                        "seconds": time.perf_counter() - start}
                 done[(name, seed, k)] = row
                 RESULTS.mkdir(exist_ok=True)

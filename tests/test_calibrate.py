@@ -26,7 +26,9 @@ def test_calibrate_measures_for_its_budget_transfers_and_resumes(tmp_path, capsy
     assert "tune with: gbxfer tune" in printed
     state = json.loads((out / "calibrate.json").read_text())
     assert state["profile"] == "host-1t" and state["tasks"] == 2  # both tasks, in turn
-    assert 2 <= state["programs"] and state["seconds"] < 0.6 * 60 + 45  # one batch may overrun
+    # the budget stops it: no batch starts after 36 s, and the one running then may overrun by
+    # its build and runs (slow on a loaded machine, hence the margin)
+    assert 2 <= state["programs"] and state["seconds"] < 0.6 * 60 + 120
     model = SavedModel.load(out / "model")
     assert model.extra["calibration"]["programs"] == state["programs"]
     assert len(model.extra["transfer"]["shot_record_ids"]) == state["valid"]
