@@ -260,7 +260,8 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
                     config, seed, holdout)
 
 
-def shot_folds(target: Dataset, shots: np.ndarray, within_task: bool = False) -> np.ndarray:
+def shot_folds(target: Dataset, shots: np.ndarray, within_task: bool = False,
+               repeat: int = 0) -> np.ndarray:
     """Fold 0 or 1 of each shot.
 
     By task (default): a task's groups on every target profile stay in one fold (thread
@@ -268,30 +269,34 @@ def shot_folds(target: Dataset, shots: np.ndarray, within_task: bool = False) ->
     the other almost by heart); by program when there is a single task. ``within_task``: each
     group's shots alternate between the folds (in a hashed order of their programs), a program
     in the fold of its first group on every profile: what a transfer that has shots of the very
-    tasks it is scored on gains."""
+    tasks it is scored on gains. ``repeat`` r > 0: another split of the same kind (a hashed
+    order of the tasks, or of the programs, seeded by r)."""
     records = target.records.iloc[shots]
     if within_task:
-        order = key_uniform(records["program_id"].to_numpy(), 1)
+        order = key_uniform(records["program_id"].to_numpy(), 1 + repeat)
         fold_of: dict = {}
         for _, rows in records.groupby(["task_key", "hardware"], sort=True).indices.items():
             for i, row in enumerate(rows[np.argsort(order[rows], kind="stable")]):
                 fold_of.setdefault(records["program_id"].iloc[row], i % 2)
         return records["program_id"].map(fold_of).to_numpy()
     tasks = np.unique(records["task_key"], return_inverse=True)
-    by = tasks if len(tasks[0]) >= 2 else np.unique(records["program_id"], return_inverse=True)
-    return by[1] % 2
+    names, index = tasks if len(tasks[0]) >= 2 else np.unique(records["program_id"],
+                                                              return_inverse=True)
+    if repeat:  # the names in a hashed order, alternating between the folds
+        index = np.argsort(np.argsort(key_uniform(names, repeat), kind="stable"))[index]
+    return index % 2
 
 
 def cross_validate(model: SavedModel, source: Dataset, target: Dataset, shots: np.ndarray,
                    config: TransferConfig, seed: int, metric: str,
                    source_features: FeatureMatrix, target_features: FeatureMatrix,
-                   within_task: bool = False):
+                   within_task: bool = False, repeat: int = 0):
     """``config``'s transfer scored inside the shots: the shots of one fold
     (:func:`shot_folds`) adapt the model, the other fold's shots score it, and back. By task,
     groups keep all their shots (even K = 2 leaves pairs to rank); ``within_task`` halves
-    every group. Returns the two fold reports and ``{group: metric}`` over the held-out
-    groups."""
-    fold_of = shot_folds(target, shots, within_task)
+    every group; ``repeat`` picks another split (:func:`shot_folds`). Returns the two fold
+    reports and ``{group: metric}`` over the held-out groups."""
+    fold_of = shot_folds(target, shots, within_task, repeat)
     reports = []
     for fold in (0, 1):
         fit, held = shots[fold_of != fold], shots[fold_of == fold]

@@ -1,0 +1,193 @@
+"""Which rule should the transfer guard use? Its inside-the-shots check against what each
+candidate does on the test records, for rules that differ in score, repeats and threshold.
+
+    python scripts/guard_estimates.py [--seeds 100,101,102,103,104] [--shots 2,4,8,16]
+                                  [--calibration 1104] [--settings gpus] [--match TEXT]
+                                  [--repeats 3] [--name guard_estimates]
+
+For each setting, shot draw and K of `scripts/bench_transfer.py` (the same source model, test
+part and shots), the guard's candidates (the continue adaptation and pooled retraining) are
+cross-validated inside the shots ``--repeats`` times with different fold splits
+(gbxfer.transfer.cross_validate's ``repeat``), keeping every held-out group's pairwise accuracy
+and top-1 for the source model and each candidate; and each candidate is transferred with all
+the shots and scored on the test part, beside the source model. The summary replays decision
+rules on those numbers, with no further training:
+
+  score    the guard's per-group score: mean of PCA and top-1 (``pca+top1``, the default
+           guard) or PCA alone (``pca``)
+  repeats  how many of the fold splits are averaged (1 = the guard as it is)
+  c        a candidate passes when its mean gain exceeds c standard errors
+
+and, for every rule, the chosen model's paired test difference to the source model (mean and
+95% CI over draws per setting and K), how many (setting, K) cells have a CI entirely below 0,
+and the shortfall against pooled retraining. Choices are made on seeds 100-104; the reported
+benchmark (bench_transfer) runs on 0-4. Each (setting, seed, K) is appended to
+scripts/results/<name>.jsonl as it finishes (resumable). Results: <name>.{jsonl,json,csv}.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import time
+
+import numpy as np
+from _bench import ci95
+from _results import RESULTS, print_table, write_results
+from bench_transfer import (CALIBRATION_HOLDOUT, HOLDOUT, calibration_shots, fingerprint,
+                            prepared, report, settings)
+
+from gbxfer.model import load_model_config
+from gbxfer.transfer import TransferConfig, cross_validate, draw_shots, shots_rank, transfer
+
+CANDIDATES = {"config": TransferConfig(guard=False),
+              "pooled": TransferConfig(guard=False).pooled()}
+SCORES = {"pca+top1": ("pca", "top1"), "pca": ("pca",)}
+
+
+def draw(source, target, seed, k, shared, only, repeats) -> dict | None:
+    """The cross-validation scores and the test results of one shot draw; None where no
+    task has two shots (every transfer keeps the source model)."""
+    model, fm_target = shared["model"], shared["fm_target"]
+    features = {"source_features": shared["fm_source"], "target_features": fm_target}
+    if isinstance(k, str):
+        holdout = CALIBRATION_HOLDOUT
+        shots = calibration_shots(target, holdout, int(k[3:]), seed, shared["calibrated"])
+    else:
+        holdout = HOLDOUT
+        shots = draw_shots(target, k, seed, holdout)
+    if not shots_rank(target.select(shots)):
+        return None
+    test = holdout.test_mask(target) & (True if only is None else only)
+    sizes = target.records.iloc[shots].groupby(["task_key", "hardware"]).size()
+    within = float(sizes.median()) >= 4
+    cv = {}
+    for name, config in {"source": TransferConfig(extra_rounds=0), **CANDIDATES}.items():
+        cv[name] = []
+        for r in range(repeats):
+            reports, _ = cross_validate(model, source, target, shots, config, seed, "pca",
+                                        features["source_features"], fm_target, within, r)
+            cv[name].append({f"{fold}|{g}": {m: rep[m] for m in ("pca", "top1")}
+                             for fold, rep_f in enumerate(reports)
+                             for g, rep in rep_f["by_task"].items()})
+    tested = {"source": report(lambda X: model.predict(X, fm_target.columns), fm_target, test)}
+    for name, config in CANDIDATES.items():
+        adapted = transfer(model, source, target, shots, config, seed, holdout, **features)
+        tested[name] = report(lambda X: adapted.predict(X, fm_target.columns), fm_target, test)
+    return {"within": within, "cv": cv, "test": tested, "n_shots": len(shots)}
+
+
+def choose(row, score, repeats, c) -> str:
+    """The candidate a rule picks for one draw: of those whose mean gain over the groups
+    (each group's differences averaged over its folds and the first ``repeats`` splits) exceeds
+    c standard errors, the one with the largest gain; else the source model."""
+    metrics = SCORES[score]
+    best, best_gain = "source", -np.inf
+    for name in CANDIDATES:
+        per_group: dict = {}
+        for r in range(repeats):
+            base, mine = row["cv"]["source"][r], row["cv"][name][r]
+            for key in set(base) & set(mine):
+                values = [mine[key][m] - base[key][m] for m in metrics]
+                if all(np.isfinite(values)):
+                    per_group.setdefault(key.split("|", 1)[1], []).append(np.mean(values))
+        diff = np.array([np.mean(v) for v in per_group.values()])
+        if len(diff) < 2:
+            continue
+        gain, se = diff.mean(), diff.std(ddof=1) / np.sqrt(len(diff))
+        if gain > c * se and gain > best_gain:
+            best, best_gain = name, gain
+    return best
+
+
+def summarize(runs, repeats) -> tuple[list[dict], list[dict]]:
+    """Per rule and (setting, K): the chosen model's paired test differences; and per rule
+    the totals."""
+    cells, totals = [], []
+    rules = list(itertools.product(SCORES, range(1, repeats + 1), (0.0, 0.5, 1.0)))
+    by_cell: dict = {}
+    for run in runs:
+        by_cell.setdefault((run["setting"], run["k"]), []).append(run)
+    for score, reps, c in rules:
+        rule = f"{score} r{reps} c{c:g}"
+        below, d_pca_all, short_all = 0, [], []
+        for (setting, k), rows in by_cell.items():
+            picks = [choose(row, score, reps, c) for row in rows]
+            d = {m: [row["test"][p][m] - row["test"]["source"][m] for row, p in zip(rows, picks)]
+                 for m in ("pca", "top1")}
+            shortfall = [row["test"]["pooled"]["pca"] - row["test"][p]["pca"]
+                         for row, p in zip(rows, picks)]
+            cell = {"rule": rule, "setting": setting, "k": k, "draws": len(rows),
+                    "adapted": f"{sum(p != 'source' for p in picks)}/{len(picks)}"}
+            for m in ("pca", "top1"):
+                mean, half = ci95(d[m])
+                cell[f"d_{m}"], cell[f"d_{m}_ci"] = round(mean, 4), round(half, 4)
+                below += bool(len(rows) > 1 and mean + half < 0)
+            cell["pooled_minus"] = round(float(np.mean(shortfall)), 4)
+            cells.append(cell)
+            d_pca_all.append(cell["d_pca"])
+            short_all.append(cell["pooled_minus"])
+        totals.append({"rule": rule, "cells": len(by_cell), "cis_below_0": below,
+                       "mean_d_pca": round(float(np.mean(d_pca_all)), 4),
+                       "mean_pooled_minus": round(float(np.mean(short_all)), 4),
+                       "cells_below_pooled": int(sum(s > 0.005 for s in short_all))})
+    return cells, totals
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", default="100,101,102,103,104")
+    parser.add_argument("--shots", default="2,4,8,16")
+    parser.add_argument("--calibration", default="", metavar="N[,N...]")
+    parser.add_argument("--settings", default="gpus")
+    parser.add_argument("--match", default="", metavar="TEXT")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--name", default="guard_estimates")
+    parser.add_argument("--report-only", action="store_true")
+    args = parser.parse_args()
+    config = load_model_config("default")
+    log = RESULTS / f"{args.name}.jsonl"
+    seeds = [int(s) for s in args.seeds.split(",")]
+    shots = [int(k) for k in args.shots.split(",") if k] + [
+        f"cal{int(n)}" for n in args.calibration.split(",") if n]
+    logged = {}
+    if log.exists():
+        for line in log.read_text().splitlines():
+            row = json.loads(line)
+            logged[(row["setting"], row["seed"], row["k"], row["data"])] = row
+    runs = []
+    for name, source, target, only, calibration in settings(args.settings.split(",")):
+        if args.match not in name:
+            continue
+        data = fingerprint(source, target, only)
+        shared = None
+        for seed in seeds:
+            for k in shots:
+                if isinstance(k, str) and not calibration:
+                    continue
+                row = logged.get((name, seed, k, data))
+                if row is None and not args.report_only:
+                    shared = shared or prepared(source, target, config)
+                    start = time.perf_counter()
+                    result = draw(source, target, seed, k, shared, only, args.repeats)
+                    if result is None:
+                        continue
+                    row = {"setting": name, "seed": seed, "k": k, "data": data, **result,
+                           "repeats": args.repeats, "seconds": time.perf_counter() - start}
+                    RESULTS.mkdir(exist_ok=True)
+                    with open(log, "a") as f:
+                        f.write(json.dumps(row) + "\n")
+                    t = row["test"]
+                    print(f"{name} seed {seed} K={k}: PCA source {t['source']['pca']:.3f} "
+                          f"config {t['config']['pca']:.3f} pooled {t['pooled']['pca']:.3f} "
+                          f"({row['seconds']:.0f} s)", flush=True)
+                if row is not None:
+                    runs.append(row)
+    repeats = min([r["repeats"] for r in runs] or [args.repeats])
+    cells, totals = summarize(runs, repeats)
+    print_table(totals)
+    write_results(args.name, totals, cells=cells, seeds=seeds)
+
+
+if __name__ == "__main__":
+    main()
