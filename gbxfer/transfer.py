@@ -15,7 +15,9 @@ the same held-out groups; it is kept only when its mean gain in the mean of pair
 and top-1 exceeds one standard error, else the source model is returned (with the shots
 recorded). A few shots cannot then make the model worse beyond the noise of that check. With
 ``try_pooled`` the guard weighs pooled retraining (:meth:`TransferConfig.pooled`) the same way
-and keeps, of the adaptations that pass, the one with the larger gain. Mode ``blend`` retrains
+and keeps, of the adaptations that pass, the one with the larger gain; from ``pooled_from``
+shots in the median group, pooled retraining unless it scores worse by one standard error.
+Mode ``blend`` retrains
 like ``retrain`` and returns the source model with the new booster as its
 :attr:`SavedModel.partner` (their scores averaged); ``fallback="blend"`` makes a guarded transfer
 return :meth:`TransferConfig.blended` where no adaptation passes, instead of the source model.
@@ -63,6 +65,9 @@ class TransferConfig:
     # two shots): the source model, or "blend" (blended(): the source averaged with pooled
     # retraining, unchecked)
     fallback: str = "source"
+    # from this many shots in the median task x profile group, the guard keeps pooled
+    # retraining unless it scores worse by one standard error (0: never; guard_estimates.py)
+    pooled_from: int = 8
 
     @property
     def adapts(self) -> bool:
@@ -109,12 +114,10 @@ def draw_shots(target: Dataset, shots, seed: int = 0,
         pool &= ~holdout.test_mask(target)
     order = key_uniform(r["program_id"].to_numpy(), seed + 7_777)  # a seeded shuffle
     chosen = []
-    if isinstance(shots, float) and not float(shots).is_integer() or (
-            isinstance(shots, float) and shots < 1):
-        n = math.ceil(shots * pool.sum())
+    if isinstance(shots, float) and (not float(shots).is_integer() or shots < 1):
         candidates = np.flatnonzero(pool)
-        chosen = candidates[np.argsort(order[candidates], kind="stable")[:n]]
-        return np.sort(chosen)
+        n = math.ceil(shots * len(candidates))
+        return np.sort(candidates[np.argsort(order[candidates], kind="stable")[:n]])
     k = int(shots)
     for _, rows in r[pool].groupby(["task_key", "hardware"]).indices.items():
         positions = np.flatnonzero(pool)[rows]
@@ -155,8 +158,7 @@ def hardware_similarity(source_hw: np.ndarray, target_hw: np.ndarray,
     H = np.vstack([source_hw, target_hw[None, :]]).astype(float)
     with warnings.catch_warnings():  # a field unknown everywhere has no mean: it is ignored
         warnings.simplefilter("ignore", RuntimeWarning)
-        mean = np.nanmean(H, 0)
-        spread = np.nanstd(H, 0)
+        mean, spread = np.nanmean(H, 0), np.nanstd(H, 0)
     Z = np.nan_to_num((H - mean) / np.where(spread > 0, spread, 1.0))
     distance = ((Z[:-1] - Z[-1]) ** 2).mean(1)
     return np.exp(-distance / temperature)
@@ -199,8 +201,12 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
             candidates["blend"] = candidates["config"].blended()
         checks = guard_checks(model, source, target, np.asarray(shot_positions), candidates,
                               seed, source_features, target_features)
-        name = max(checks, key=lambda n: (checks[n]["adapted"], checks[n]["gain"] or -1.0))
-        check = {**checks[name], "choice": name if checks[name]["adapted"] else "source",
+        first = _pooled_first(config, checks.get("pooled"), target, shot_positions)
+        name = "pooled" if first else max(
+            checks, key=lambda n: (checks[n]["adapted"], checks[n]["gain"] or -1.0))
+        adapted = first or checks[name]["adapted"]
+        check = {**checks[name], "adapted": adapted, "choice": name if adapted else "source",
+                 **({"pooled_from": config.pooled_from} if first else {}),
                  "candidates": {n: {k: c[k] for k in ("adapted", "gain", "se")}
                                 for n, c in checks.items()}}
         if not check["adapted"] and config.fallback == "source":
@@ -360,6 +366,17 @@ def guard_checks(model: SavedModel, source: Dataset, target: Dataset, shots: np.
         checks[name] = {"adapted": bool(gain > se), "gain": round(gain, 5), "se": round(se, 5),
                         "groups": len(diff), "folds": "within tasks" if within else "by task"}
     return checks
+
+
+def _pooled_first(config: TransferConfig, check: dict | None, target: Dataset,
+                  shots) -> bool:
+    """Whether the guard keeps pooled retraining without its beating the source model: where
+    the median task x profile group has ``config.pooled_from`` shots or more (then the shots
+    outweigh what the check can tell apart), unless it scored worse by one standard error."""
+    if not config.pooled_from or not check or check["gain"] is None:
+        return False
+    sizes = target.records.iloc[np.asarray(shots)].groupby(["task_key", "hardware"]).size()
+    return float(sizes.median()) >= config.pooled_from and check["gain"] >= -check["se"]
 
 
 def _kept(model: SavedModel, shots: Dataset, config: TransferConfig, seed: int,

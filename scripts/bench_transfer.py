@@ -21,7 +21,9 @@ programs) serve every arm, seed and K; the seeds are shot draws from the other h
                trial, by the one-standard-error rule (gbxfer.study.chosen_transfer)
   default      gbxfer transfer with the default TransferConfig: guarded, of the continue
                adaptation and pooled retraining the one that beats the source model inside
-               the shots beyond one standard error by most, else the source model
+               the shots beyond one standard error by most, else the source model; from 8
+               shots in the median group, pooled retraining unless it scores worse by one
+               standard error
   guard-blend  the default with fallback blend: where no adaptation passes the guard's check
                (and some task has two shots), the blend instead of the source model
   guard+blend  the default with the blend among the guard's candidates (try_blend): kept
@@ -75,7 +77,9 @@ from gbxfer.transfer import TransferConfig, draw_shots, shots_rank, transfer
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 ARMS = ("tuned", "default", "guard-blend", "guard+blend", "guard-continue", "unguarded",
         "source-only", "pooled", "blend", "scratch", "upper")
-BENCH_VERSION = 7  # 7: groups of one left out of training (a transfer whose shots are each
+BENCH_VERSION = 8  # 8: from 8 shots in the median group the guard keeps pooled retraining
+# unless it scores worse (TransferConfig.pooled_from); 7: groups of one left out of training
+# (a transfer whose shots are each
 # alone on their task keeps the source model); 6: the guard weighs pooled retraining too, regime
 # (b) calibrates one profile; 5: continue only, regime (b)'s shots on every target profile
 METRICS = ("pca", "top1", "top5")

@@ -191,7 +191,7 @@ def test_the_study_moves_away_from_simpler_configs_only_beyond_one_standard_erro
 
 
 def _guarded(gpus, monkeypatch, source_scores, adapted_scores, pooled_scores=None,
-             config=TransferConfig()):
+             config=TransferConfig(), k=4):
     """A guarded transfer whose check inside the shots sees these per-group scores (pooled
     retraining: ``pooled_scores``, default as the configured adaptation's)."""
     import gbxfer.transfer as transfer_module
@@ -206,7 +206,7 @@ def _guarded(gpus, monkeypatch, source_scores, adapted_scores, pooled_scores=Non
     monkeypatch.setattr(transfer_module, "cross_validate", fake)
     source = train(gpus, CONFIG, SplitSpec.parse("by-hardware:cuda-sm_86"))
     target = gpus.filter(hardware="cuda-sm_86")
-    shots = draw_shots(target, 4, 0)
+    shots = draw_shots(target, k, 0)
     return source, transfer(source, gpus, target, shots, config, 0)
 
 
@@ -240,6 +240,22 @@ def test_the_guard_takes_pooled_retraining_when_it_gains_more_inside_the_shots(g
                           [0.9, 0.8, 0.95], TransferConfig(try_pooled=False))
     assert list(adapted.extra["transfer"]["guard_check"]["candidates"]) == ["config"]
     assert adapted.extra["transfer"]["mode"] == "continue"
+
+
+def test_from_eight_shots_a_group_the_guard_keeps_pooled_retraining_unless_it_loses(
+        gpus, monkeypatch):
+    no_gain = [0.7, 0.6, 0.8], [0.7, 0.6, 0.8]
+    _, adapted = _guarded(gpus, monkeypatch, *no_gain, [0.69, 0.62, 0.79], k=8)
+    guard = adapted.extra["transfer"]["guard_check"]
+    assert (guard["choice"], guard["pooled_from"]) == ("pooled", 8)
+    assert guard["adapted"] and not guard["candidates"]["pooled"]["adapted"]
+    assert adapted.extra["transfer"]["mode"] == "retrain"
+    # worse by more than a standard error, or fewer shots, or switched off: the source model
+    for pooled, k, config in (([0.6, 0.5, 0.7], 8, TransferConfig()),
+                              ([0.69, 0.62, 0.79], 4, TransferConfig()),
+                              ([0.69, 0.62, 0.79], 8, TransferConfig(pooled_from=0))):
+        _, kept = _guarded(gpus, monkeypatch, *no_gain, pooled, config, k)
+        assert kept.extra["transfer"]["guard_check"]["choice"] == "source"
 
 
 def test_the_guard_keeps_the_source_model_when_the_shots_cannot_tell(gpus):
