@@ -102,5 +102,8 @@ def guard_choice(guard: dict) -> str:
     if not guard["adapted"]:
         return ("kept the source model (guard: false in the config's transfer section adapts "
                 "regardless)")
+    if guard.get("pooled_from"):
+        return (f"adapted by pooled retraining (kept from {guard['pooled_from']} shots a group "
+                "unless it scores worse than the source model)")
     return "adapted by " + ("pooled retraining" if guard.get("choice") == "pooled" else
                             "the configured transfer")
