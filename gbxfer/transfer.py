@@ -17,10 +17,9 @@ recorded). A few shots cannot then make the model worse beyond the noise of that
 ``try_pooled`` the guard weighs pooled retraining (:meth:`TransferConfig.pooled`) the same way
 and keeps, of the adaptations that pass, the one with the larger gain; from ``pooled_from``
 shots in the median group, pooled retraining unless it scores worse by one standard error.
-Mode ``blend`` retrains
-like ``retrain`` and returns the source model with the new booster as its
-:attr:`SavedModel.partner` (their scores averaged); ``fallback="blend"`` makes a guarded transfer
-return :meth:`TransferConfig.blended` where no adaptation passes, instead of the source model.
+Mode ``blend`` retrains like ``retrain`` and returns the source model with the new booster as
+its :attr:`SavedModel.partner` (their scores averaged); ``fallback="blend"`` makes a guarded
+transfer return :meth:`TransferConfig.blended` where no adaptation passes, not the source.
 """
 from __future__ import annotations
 
