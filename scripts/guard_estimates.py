@@ -42,7 +42,8 @@ from bench_transfer import (CALIBRATION_HOLDOUT, HOLDOUT, calibration_shots, fin
 
 from gbxfer.errors import GbxferError
 from gbxfer.model import load_model_config
-from gbxfer.transfer import TransferConfig, cross_validate, draw_shots, shots_rank, transfer
+from gbxfer.transfer import (TransferConfig, cross_validate, draw_shots, median_shots,
+                             shots_rank, transfer)
 
 CANDIDATES = {"config": TransferConfig(guard=False),
               "pooled": TransferConfig(guard=False).pooled()}
@@ -65,8 +66,8 @@ def draw(source, target, seed, k, shared, only, repeats) -> dict | None:
     if not shots_rank(target.select(shots)):
         return None
     test = holdout.test_mask(target) & (True if only is None else only)
-    sizes = target.records.iloc[shots].groupby(["task_key", "hardware"]).size()
-    within = float(sizes.median()) >= 4
+    median = median_shots(target, shots)
+    within = median >= 4
     cv = {}
     try:
         for name, config in {"source": TransferConfig(extra_rounds=0), **CANDIDATES}.items():
@@ -83,7 +84,7 @@ def draw(source, target, seed, k, shared, only, repeats) -> dict | None:
     for name, config in CANDIDATES.items():
         adapted = transfer(model, source, target, shots, config, seed, holdout, **features)
         tested[name] = report(lambda X: adapted.predict(X, fm_target.columns), fm_target, test)
-    return {"within": within, "median_group": float(sizes.median()), "cv": cv, "test": tested,
+    return {"within": within, "median_group": median, "cv": cv, "test": tested,
             "n_shots": len(shots)}
 
 

@@ -20,7 +20,8 @@ from _results import print_table, write_results
 from bench_transfer import HOLDOUT, prepared, settings
 
 from gbxfer.model import load_model_config
-from gbxfer.transfer import TransferConfig, _by_group, cross_validate, draw_shots
+from gbxfer.transfer import TransferConfig, cross_validate, draw_shots
+from gbxfer.transfer._guard import _by_group
 
 
 def main() -> None:

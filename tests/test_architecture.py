@@ -66,3 +66,13 @@ def test_modules_stay_under_400_lines():
     long = {rel.as_posix(): n for path, rel in _modules()
             if (n := len(path.read_text().splitlines())) > MAX_LINES}
     assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+def test_every_subpackage_is_installed():
+    """``pip install .`` installs the packages pyproject.toml lists, not what is on disk."""
+    import tomllib
+    listed = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())
+                 ["tool"]["setuptools"]["packages"])
+    on_disk = {".".join(p.parent.relative_to(PACKAGE.parent).parts)
+               for p in PACKAGE.rglob("__init__.py")}
+    assert on_disk - listed == set(), f"not installed: {sorted(on_disk - listed)}"

@@ -57,7 +57,7 @@ def test_transfer_study_keeps_each_task_in_one_fold_across_profiles(gpus_path, m
     """Two target profiles measure the same tasks: a fold adapting on a task's shots on one
     profile must not score that task on the other."""
     import gbxfer.study as study_module
-    import gbxfer.transfer as transfer_module
+    import gbxfer.transfer._guard as guard_module
     from gbxfer import SplitSpec, load_dataset
     from gbxfer.training import train
     from gbxfer.transfer import draw_shots
@@ -67,13 +67,13 @@ def test_transfer_study_keeps_each_task_in_one_fold_across_profiles(gpus_path, m
                          "params": {"n_estimators": 10}}, SplitSpec.parse("by-hardware:cuda-sm_86"))
     shots = draw_shots(gpus, 4, 0)
     fit_tasks = []
-    original = transfer_module.transfer
+    original = guard_module.adapt
 
     def spy(model, source, target, fit, *args, **kwargs):
         fit_tasks.append(frozenset(target.records["task_key"].iloc[fit]))
         return original(model, source, target, fit, *args, **kwargs)
 
-    monkeypatch.setattr(transfer_module, "transfer", spy)
+    monkeypatch.setattr(guard_module, "adapt", spy)
     study_module.study_transfer(model, gpus, gpus, shots, 1, "folds", None)
     assert len(gpus.hardware) == 2 and len(fit_tasks) == 4  # no adaptation, then one trial
     assert not fit_tasks[0] & fit_tasks[1]  # the two folds adapt on disjoint tasks

@@ -194,7 +194,7 @@ def _guarded(gpus, monkeypatch, source_scores, adapted_scores, pooled_scores=Non
              config=TransferConfig(), k=4):
     """A guarded transfer whose check inside the shots sees these per-group scores (pooled
     retraining: ``pooled_scores``, default as the configured adaptation's)."""
-    import gbxfer.transfer as transfer_module
+    import gbxfer.transfer._guard as guard_module
 
     def fake(model, source, target, shots, config, *args):
         scores = (source_scores if not config.adapts else
@@ -203,7 +203,7 @@ def _guarded(gpus, monkeypatch, source_scores, adapted_scores, pooled_scores=Non
         by_task = {f"t{i}|hw": {"pca": v, "top1": v} for i, v in enumerate(scores)}
         return [{"by_task": by_task}], {g: v["pca"] for g, v in by_task.items()}
 
-    monkeypatch.setattr(transfer_module, "cross_validate", fake)
+    monkeypatch.setattr(guard_module, "cross_validate", fake)
     source = train(gpus, CONFIG, SplitSpec.parse("by-hardware:cuda-sm_86"))
     target = gpus.filter(hardware="cuda-sm_86")
     shots = draw_shots(target, k, 0)

@@ -1,25 +1,14 @@
-"""Few-shot transfer of a cost model to unseen hardware.
+"""A cost model adapted to a target's shots, unguarded: the settings (:class:`TransferConfig`),
+the shots (:func:`draw_shots`) and one adaptation (:func:`adapt`).
 
-From a model trained on source hardware and K measured programs per task on the target
-(``draw_shots``), ``transfer`` continues boosting from the source booster (mode
-``continue``) or trains a new booster with the source model's settings (mode ``retrain``) on
-the source records plus the shots: source records are weighted by how similar their hardware
-is to the target (an RBF kernel over standardised hardware descriptors, with a temperature),
-the shots by ``target_weight``. Labels of the shots are computed among the shots only (the
-rest of the target is unknown to the transfer).
-
-Guarded (the default, ``guard``): the adaptation is first cross-validated inside the shots
-(:func:`cross_validate`: with 4 or more shots per group, half of every group's shots adapt and
-the other half score, and back; with fewer, the tasks are halved) against the source model on
-the same held-out groups; it is kept only when its mean gain in the mean of pairwise accuracy
-and top-1 exceeds one standard error, else the source model is returned (with the shots
-recorded). A few shots cannot then make the model worse beyond the noise of that check. With
-``try_pooled`` the guard weighs pooled retraining (:meth:`TransferConfig.pooled`) the same way
-and keeps, of the adaptations that pass, the one with the larger gain; from ``pooled_from``
-shots in the median group, pooled retraining unless it scores worse by one standard error.
-Mode ``blend`` retrains like ``retrain`` and returns the source model with the new booster as
-its :attr:`SavedModel.partner` (their scores averaged); ``fallback="blend"`` makes a guarded
-transfer return :meth:`TransferConfig.blended` where no adaptation passes, not the source.
+From a model trained on source hardware and K measured programs per task on the target,
+``adapt`` continues boosting from the source booster (mode ``continue``) or trains a new
+booster with the source model's settings (mode ``retrain``) on the source records plus the
+shots: source records are weighted by how similar their hardware is to the target (an RBF
+kernel over standardised hardware descriptors, with a temperature), the shots by
+``target_weight``. Labels of the shots are computed among the shots only (the rest of the
+target is unknown to the transfer). Mode ``blend`` retrains like ``retrain`` and returns the
+source model with the new booster as its :attr:`SavedModel.partner` (their scores averaged).
 """
 from __future__ import annotations
 
@@ -29,13 +18,13 @@ import warnings
 
 import numpy as np
 
-from .records.dataset import Dataset
-from .errors import GbxferError
-from .features import FeatureMatrix, build
-from .metrics import log_comb
-from .model import GBCostRanker, SavedModel
-from .splits import SplitSpec, key_uniform
-from .training import evaluate, features_of
+from ..records.dataset import Dataset
+from ..errors import GbxferError
+from ..features import FeatureMatrix
+from ..metrics import log_comb
+from ..model import GBCostRanker, SavedModel
+from ..splits import SplitSpec, key_uniform
+from ..training import features_of
 
 
 MODES = ("continue", "retrain", "blend")
@@ -163,20 +152,26 @@ def hardware_similarity(source_hw: np.ndarray, target_hw: np.ndarray,
     return np.exp(-distance / temperature)
 
 
+def median_shots(target: Dataset, shots) -> float:
+    """The median number of shots (rows ``shots`` of ``target``) per task x profile group."""
+    sizes = target.records.iloc[np.asarray(shots)].groupby(["task_key", "hardware"]).size()
+    return float(sizes.median()) if len(sizes) else 0.0
+
+
 def shots_rank(shots: Dataset) -> bool:
     """Whether some task has two of ``shots`` on one profile: shots alone on their task rank
     nothing (a transfer keeps the source model, a study has nothing to score)."""
     return bool(shots.records.duplicated(["task_key", "hardware"]).any())
 
 
-def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions,
-             config: TransferConfig = TransferConfig(), seed: int = 0,
-             holdout: SplitSpec | None = None, source_features: FeatureMatrix | None = None,
-             target_features: FeatureMatrix | None = None) -> SavedModel:
+def adapt(model: SavedModel, source: Dataset, target: Dataset, shot_positions,
+          config: TransferConfig, seed: int = 0, holdout: SplitSpec | None = None,
+          source_features: FeatureMatrix | None = None,
+          target_features: FeatureMatrix | None = None) -> SavedModel:
     """A new model: ``model`` boosted on weighted source records and the target shots (rows
-    ``shot_positions`` of ``target``). ``source_features`` and ``target_features``, the
-    feature matrices of the whole ``source`` and ``target`` when the caller has them (a study
-    transfers many times), save building them again. Where no task has two shots on one
+    ``shot_positions`` of ``target``), whatever ``config.guard`` says. ``source_features`` and
+    ``target_features``, the feature matrices of the whole ``source`` and ``target`` when the
+    caller has them (a study transfers many times), save building them again. Where no task has two shots on one
     profile (K = 1) the shots rank nothing: the result is the source model with the shots
     recorded, whatever the config, and ``extra["transfer"]["kept_source"]`` says why."""
     shots = target.select(shot_positions)
@@ -189,33 +184,6 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
     if not shots_rank(shots):
         adapted = _kept(model, shots, config, seed, holdout)
         adapted.extra["transfer"]["kept_source"] = "no task has two shots on one profile"
-        return adapted
-    if config.guard:
-        source_features = source_features or build(source, list(model.blocks))
-        target_features = target_features or build(target, list(model.blocks))
-        candidates = {"config": dataclasses.replace(config, guard=False)}
-        if config.try_pooled and candidates["config"].pooled() != candidates["config"]:
-            candidates["pooled"] = candidates["config"].pooled()
-        if config.try_blend and candidates["config"].blended() != candidates["config"]:
-            candidates["blend"] = candidates["config"].blended()
-        checks = guard_checks(model, source, target, np.asarray(shot_positions), candidates,
-                              seed, source_features, target_features)
-        first = _pooled_first(config, checks.get("pooled"), target, shot_positions)
-        name = "pooled" if first else max(
-            checks, key=lambda n: (checks[n]["adapted"], checks[n]["gain"] or -1.0))
-        adapted = first or checks[name]["adapted"]
-        check = {**checks[name], "adapted": adapted, "choice": name if adapted else "source",
-                 **({"pooled_from": config.pooled_from} if first else {}),
-                 "candidates": {n: {k: c[k] for k in ("adapted", "gain", "se")}
-                                for n, c in checks.items()}}
-        if not check["adapted"] and config.fallback == "source":
-            return _kept(model, shots, config, seed, holdout, check)
-        if not check["adapted"]:
-            name, candidates[name] = "blend", candidates["config"].blended()
-            check["choice"] = "blend"
-        adapted = transfer(model, source, target, shot_positions, candidates[name], seed,
-                           holdout, source_features, target_features)
-        adapted.extra["transfer"]["guard_check"] = check
         return adapted
     r = source.records
     keep = r["valid"].to_numpy(dtype=bool) & r["hardware"].isin(model.hardware).to_numpy()
@@ -263,119 +231,6 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
     # continued boosting leaves a blend's partner as it was; a retraining is a model of its own
     return _adapted(model, ranker, model.partner if config.mode == "continue" else None, shots,
                     config, seed, holdout)
-
-
-def shot_folds(target: Dataset, shots: np.ndarray, within_task: bool = False,
-               repeat: int = 0) -> np.ndarray:
-    """Fold 0 or 1 of each shot.
-
-    By task (default): a task's groups on every target profile stay in one fold (thread
-    variants of one ISA measure the same programs, and a fold that adapted on one would score
-    the other almost by heart); by program when there is a single task. ``within_task``: each
-    group's shots alternate between the folds (in a hashed order of their programs), a program
-    in the fold of its first group on every profile: what a transfer that has shots of the very
-    tasks it is scored on gains. ``repeat`` r > 0: another split of the same kind (a hashed
-    order of the tasks, or of the programs, seeded by r)."""
-    records = target.records.iloc[shots]
-    if within_task:
-        order = key_uniform(records["program_id"].to_numpy(), 1 + repeat)
-        fold_of: dict = {}
-        for _, rows in records.groupby(["task_key", "hardware"], sort=True).indices.items():
-            for i, row in enumerate(rows[np.argsort(order[rows], kind="stable")]):
-                fold_of.setdefault(records["program_id"].iloc[row], i % 2)
-        return records["program_id"].map(fold_of).to_numpy()
-    tasks = np.unique(records["task_key"], return_inverse=True)
-    names, index = tasks if len(tasks[0]) >= 2 else np.unique(records["program_id"],
-                                                              return_inverse=True)
-    if repeat:  # the names in a hashed order, alternating between the folds
-        index = np.argsort(np.argsort(key_uniform(names, repeat), kind="stable"))[index]
-    return index % 2
-
-
-def cross_validate(model: SavedModel, source: Dataset, target: Dataset, shots: np.ndarray,
-                   config: TransferConfig, seed: int, metric: str,
-                   source_features: FeatureMatrix, target_features: FeatureMatrix,
-                   within_task: bool = False, repeat: int = 0):
-    """``config``'s transfer scored inside the shots: the shots of one fold
-    (:func:`shot_folds`) adapt the model, the other fold's shots score it, and back. By task,
-    groups keep all their shots (even K = 2 leaves pairs to rank); ``within_task`` halves
-    every group; ``repeat`` picks another split (:func:`shot_folds`). Returns the two fold
-    reports and ``{group: metric}`` over the held-out groups."""
-    fold_of = shot_folds(target, shots, within_task, repeat)
-    reports = []
-    for fold in (0, 1):
-        fit, held = shots[fold_of != fold], shots[fold_of == fold]
-        if len(fit) == 0 or len(held) == 0:
-            raise GbxferError("too few shots to cross-validate a transfer")
-        adapted = transfer(model, source, target, fit, dataclasses.replace(config, guard=False),
-                           seed, source_features=source_features,
-                           target_features=target_features)
-        reports.append(evaluate(adapted, target.select(held),
-                                features=target_features.select_rows(held)))
-    by_group = {g: rep[metric] for r in reports for g, rep in r["by_task"].items()
-                if np.isfinite(rep[metric])}
-    return reports, by_group
-
-
-GUARD_METRICS = ("pca", "top1")  # the guard's score of a held-out group: their mean
-
-
-def _by_group(reports) -> dict:
-    """``{(fold, group): {metric: value}}`` of the held-out groups of fold reports where every
-    :data:`GUARD_METRICS` is finite (within tasks, a group is held out in both folds)."""
-    return {(fold, g): rep for fold, r in enumerate(reports) for g, rep in r["by_task"].items()
-            if all(np.isfinite(rep[m]) for m in GUARD_METRICS)}
-
-
-def guard_checks(model: SavedModel, source: Dataset, target: Dataset, shots: np.ndarray,
-                 configs: dict, seed: int, source_features: FeatureMatrix,
-                 target_features: FeatureMatrix) -> dict:
-    """``{name: check}``: whether each of ``configs`` (``{name: TransferConfig}``) beats the
-    source model inside the shots: the paired per-group differences of the mean of pairwise
-    accuracy and top-1 (:data:`GUARD_METRICS`) on the held-out folds (:func:`cross_validate`;
-    the source model scored once for all) have a mean above one standard error. Too few shots
-    or groups to tell: not adapted.
-
-    With 4 or more shots in the median group the folds halve every group (the gain of shots of
-    the tasks scored, as in a transfer to a target whose tasks have shots); with fewer they
-    are whole tasks (a group of two halved has no pair left), which measures only what carries
-    over to other tasks and so underrates the adaptation."""
-    sizes = target.records.iloc[shots].groupby(["task_key", "hardware"]).size()
-    within = bool(len(sizes)) and float(sizes.median()) >= 4
-
-    def scores(config):
-        return _by_group(cross_validate(model, source, target, shots, config, seed, "pca",
-                                        source_features, target_features, within)[0])
-
-    try:
-        base = scores(TransferConfig(extra_rounds=0))
-        mine = {name: scores(config) for name, config in configs.items()}
-    except GbxferError:
-        return {name: {"adapted": False, "gain": None, "se": None, "groups": 0}
-                for name in configs}
-    checks = {}
-    for name, by_group in mine.items():
-        common = sorted(set(base) & set(by_group))
-        diff = np.array([np.mean([by_group[g][m] - base[g][m] for m in GUARD_METRICS])
-                         for g in common])
-        if len(diff) < 2:
-            checks[name] = {"adapted": False, "gain": None, "se": None, "groups": len(diff)}
-            continue
-        gain, se = float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(len(diff)))
-        checks[name] = {"adapted": bool(gain > se), "gain": round(gain, 5), "se": round(se, 5),
-                        "groups": len(diff), "folds": "within tasks" if within else "by task"}
-    return checks
-
-
-def _pooled_first(config: TransferConfig, check: dict | None, target: Dataset,
-                  shots) -> bool:
-    """Whether the guard keeps pooled retraining without its beating the source model: where
-    the median task x profile group has ``config.pooled_from`` shots or more (then the shots
-    outweigh what the check can tell apart), unless it scored worse by one standard error."""
-    if not config.pooled_from or not check or check["gain"] is None:
-        return False
-    sizes = target.records.iloc[np.asarray(shots)].groupby(["task_key", "hardware"]).size()
-    return float(sizes.median()) >= config.pooled_from and check["gain"] >= -check["se"]
 
 
 def _kept(model: SavedModel, shots: Dataset, config: TransferConfig, seed: int,
