@@ -1,0 +1,98 @@
+"""What the default model learns from, on the by-task split, paired per seed: does training that
+leans towards a group's fast programs, or an ensemble, rank unseen tasks better at the top?
+
+    python scripts/compare_weights.py [--dataset bundled] [--first-seed 0] [--seeds 5]
+                                      [--name compare_weights]
+
+The top-1 score is a ratio of latencies summed over tasks, decided by each task's fastest
+predicted program; the default model (regression on each program's rank within its group,
+configs/model/default.yaml) weighs every pair of programs alike. Variants, all with the
+default's blocks and parameters, trained on the by-task training part (test fraction 0.3) and
+scored on its test part; ``d_*`` are the paired per-seed differences to the default:
+
+- ``rank^P``: the label raised to the power P, which widens the gaps between fast programs;
+- ``top weight eB``: each training program weighted exp(B x its rank percentile), its group's
+  fastest about e^B times its slowest;
+- ``task weight``: each program weighted by how often its task occurs in its networks, the
+  weight the top-k score gives the task;
+- ``ensemble of N``: the mean rank within the group of N default models of different seeds.
+
+Choices are made on seeds 100-104 (``--first-seed 100``) and reported on seeds 0-4.
+Results: scripts/results/<name>.{json,csv}.
+"""
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import pandas as pd
+from _bench import ci95, mean_ci
+from _results import print_table, write_results
+
+from gbxfer import SplitSpec, load_dataset
+from gbxfer.features import build
+from gbxfer.metrics import ranking_report
+from gbxfer.model import GBCostRanker, load_model_config
+from gbxfer.model._ranker import group_ranks
+
+DEFAULT = load_model_config()
+METRICS = ("pca", "top1", "top5")
+
+
+def variants(label, groups, weight):
+    """``{name: (params, label, sample_weight, ensemble size)}`` for the training rows."""
+    rank = group_ranks(label, pd.factorize(groups)[0])
+    plain = {**DEFAULT.params, "label": "throughput"}  # the label given is what is fitted
+    out = {"default": (DEFAULT.params, label, None, 1)}
+    for power in (2, 4):
+        out[f"rank^{power}"] = (plain, rank ** power, None, 1)
+    for b in (1, 2):
+        out[f"top weight e{b}"] = (DEFAULT.params, label, np.exp(b * rank), 1)
+    out["task weight"] = (DEFAULT.params, label, weight.astype(float), 1)
+    out["ensemble of 3"] = (DEFAULT.params, label, None, 3)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default="bundled")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--name", default="compare_weights", help="results file name")
+    args = parser.parse_args()
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    dataset = load_dataset(args.dataset).filter(valid=True)
+    fm = build(dataset, list(DEFAULT.blocks))
+    r = fm.records
+    results: dict = {}
+    for seed in seeds:
+        test = SplitSpec("by-task", 0.3, seed).test_mask(dataset)
+        train = ~test
+        groups = r["group"][test].to_numpy()
+        for name, (params, y, w, n) in variants(r["label"][train].to_numpy(),
+                                                 r["group"][train].to_numpy(),
+                                                 r["weight"][train].to_numpy()).items():
+            score = 0.0
+            for member in range(n):
+                model = GBCostRanker(**{**params, "random_state": seed + 1000 * member}).fit(
+                    fm.X[train], y, groups=r["group"][train], sample_weight=w)
+                score = score + pd.Series(model.predict(fm.X[test])).groupby(groups).rank(
+                    pct=True).to_numpy()
+            results.setdefault(name, []).append(ranking_report(
+                r["latency"][test], score, r["group"][test], r["weight"][test]))
+            print(f"seed {seed} {name}: " + " ".join(
+                f"{m} {results[name][-1][m]:.4f}" for m in METRICS), flush=True)
+    base = results["default"]
+    rows = []
+    for name, reports in results.items():
+        row = {"variant": name, "seeds": len(reports), **mean_ci(reports, METRICS)}
+        for metric in METRICS:
+            d, ci = ci95([a[metric] - b[metric] for a, b in zip(reports, base, strict=True)])
+            row[f"d_{metric}"], row[f"d_{metric}_ci"] = round(d, 4), round(ci, 4)
+        rows.append(row)
+    print_table(rows)
+    write_results(args.name, rows, dataset=args.dataset, test_fraction=0.3, seeds=seeds)
+
+
+if __name__ == "__main__":
+    main()
