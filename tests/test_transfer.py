@@ -258,6 +258,20 @@ def test_from_eight_shots_a_group_the_guard_keeps_pooled_retraining_unless_it_lo
         assert kept.extra["transfer"]["guard_check"]["choice"] == "source"
 
 
+@pytest.mark.parametrize("config", [TransferConfig(), TransferConfig(guard=False)])
+def test_features_of_other_records_are_an_error_guarded_or_not(gpus, config):
+    """Not a failed check inside the shots that quietly keeps the source model."""
+    from gbxfer.errors import GbxferError
+    from gbxfer.features import build
+
+    source = train(gpus, CONFIG, SplitSpec.parse("by-hardware:cuda-sm_86"))
+    target = gpus.filter(hardware="cuda-sm_86")
+    other = build(gpus.filter(hardware="cuda-sm_80"), list(source.blocks))
+    with pytest.raises(GbxferError, match="not the one of this dataset"):
+        transfer(source, gpus, target, draw_shots(target, 4, 0), config, 0,
+                 target_features=other)
+
+
 def test_the_guard_keeps_the_source_model_when_the_shots_cannot_tell(gpus):
     source = train(gpus, CONFIG, SplitSpec.parse("by-hardware:cuda-sm_86"))
     target = gpus.filter(hardware="cuda-sm_86")

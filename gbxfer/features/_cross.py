@@ -4,8 +4,9 @@ Differences of log2 values that trees cannot form from the separate blocks: the 
 extent against the vector lanes, the parallel extent against the threads, the inner tiles'
 footprints against L1 and L2, the workload's FLOPs against the peak rate (an ideal time), the
 outer iterations, the register tile, and the innermost spatial tile against the lanes; NaN
-where a descriptor field is unknown. Opt-in (not in the default config): its measured gain is
-inside the noise (docs/features.md, ``scripts/ablate_features.py``).
+where a descriptor field is unknown. In the default config since 2026-12-04, after it won on
+the by-task and leave-one-network-out splits (docs/features.md,
+``scripts/ablate_features.py``).
 """
 from __future__ import annotations
 

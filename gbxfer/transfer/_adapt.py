@@ -33,7 +33,7 @@ FALLBACKS = ("source", "blend")
 
 @dataclasses.dataclass
 class TransferConfig:
-    """Hyper-parameters of :func:`transfer` (an Optuna study tunes them)."""
+    """Hyper-parameters of :func:`gbxfer.transfer.transfer` (an Optuna study tunes them)."""
 
     # continue boosting the source booster, "retrain" from scratch, or "blend": retrain, then
     # average the new booster's scores with the source model's (SavedModel.partner)
@@ -153,7 +153,8 @@ def hardware_similarity(source_hw: np.ndarray, target_hw: np.ndarray,
 
 
 def median_shots(target: Dataset, shots) -> float:
-    """The median number of shots (rows ``shots`` of ``target``) per task x profile group."""
+    """The median number of shots (rows ``shots`` of ``target``) per task x profile group;
+    0 without shots."""
     sizes = target.records.iloc[np.asarray(shots)].groupby(["task_key", "hardware"]).size()
     return float(sizes.median()) if len(sizes) else 0.0
 
@@ -169,11 +170,13 @@ def adapt(model: SavedModel, source: Dataset, target: Dataset, shot_positions,
           source_features: FeatureMatrix | None = None,
           target_features: FeatureMatrix | None = None) -> SavedModel:
     """A new model: ``model`` boosted on weighted source records and the target shots (rows
-    ``shot_positions`` of ``target``), whatever ``config.guard`` says. ``source_features`` and
+    ``shot_positions`` of ``target``), unguarded (``guard``, ``try_pooled``, ``try_blend``,
+    ``fallback`` and ``pooled_from`` are not read). ``source_features`` and
     ``target_features``, the feature matrices of the whole ``source`` and ``target`` when the
-    caller has them (a study transfers many times), save building them again. Where no task has two shots on one
-    profile (K = 1) the shots rank nothing: the result is the source model with the shots
-    recorded, whatever the config, and ``extra["transfer"]["kept_source"]`` says why."""
+    caller has them (a study transfers many times), save building them again. Where no task
+    has two shots on one profile (K = 1) the shots rank nothing: the result is the source model
+    with the shots recorded, whatever the config, and ``extra["transfer"]["kept_source"]``
+    says why."""
     shots = target.select(shot_positions)
     if len(shots) == 0:
         raise GbxferError("no shots: the target has no valid records to draw from")

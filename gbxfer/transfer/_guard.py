@@ -22,7 +22,7 @@ from ..errors import GbxferError
 from ..features import FeatureMatrix, build
 from ..model import SavedModel
 from ..splits import SplitSpec, key_uniform
-from ..training import evaluate
+from ..training import evaluate, features_of
 from ._adapt import TransferConfig, _kept, adapt, median_shots, shots_rank
 
 
@@ -32,16 +32,19 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
              target_features: FeatureMatrix | None = None) -> SavedModel:
     """A new model: ``model`` adapted to the target shots (rows ``shot_positions`` of
     ``target``) by :func:`adapt`, guarded when ``config.guard`` (the module's docstring);
-    ``extra["transfer"]["guard_check"]`` records the check. ``source_features`` and
-    ``target_features``, the feature matrices of the whole ``source`` and ``target`` when the
-    caller has them, save building them again."""
+    ``extra["transfer"]["guard_check"]`` records the check (K = 1, no trees added: as
+    :func:`adapt`). ``source_features`` and ``target_features``, the feature matrices of the
+    whole ``source`` and ``target`` when the caller has them, save building them again."""
     shots = target.select(shot_positions)
     if not (config.guard and config.adapts and shots_rank(shots)):
         return adapt(model, source, target, shot_positions, config, seed, holdout,
                      source_features, target_features)
-    source_features = source_features or build(source, list(model.blocks))
     target_features = target_features or build(target, list(model.blocks))
-    model.check_columns(target_features.select_blocks(model.blocks).columns)
+    # the shots' features, checked before the check inside the shots (which would take a
+    # mismatch for too few shots)
+    model.check_columns(features_of(target, model.blocks, shot_positions,
+                                    target_features).columns)
+    source_features = source_features or build(source, list(model.blocks))
     candidates = {"config": dataclasses.replace(config, guard=False)}
     if config.try_pooled and candidates["config"].pooled() != candidates["config"]:
         candidates["pooled"] = candidates["config"].pooled()
@@ -99,9 +102,9 @@ def cross_validate(model: SavedModel, source: Dataset, target: Dataset, shots: n
                    config: TransferConfig, seed: int, metric: str,
                    source_features: FeatureMatrix, target_features: FeatureMatrix,
                    within_task: bool = False, repeat: int = 0):
-    """``config``'s transfer scored inside the shots: the shots of one fold
-    (:func:`shot_folds`) adapt the model, the other fold's shots score it, and back. By task,
-    groups keep all their shots (even K = 2 leaves pairs to rank); ``within_task`` halves
+    """``config``'s unguarded adaptation (:func:`adapt`) scored inside the shots: the shots of
+    one fold (:func:`shot_folds`) adapt the model, the other fold's shots score it, and back. By
+    task, groups keep all their shots (even K = 2 leaves pairs to rank); ``within_task`` halves
     every group; ``repeat`` picks another split (:func:`shot_folds`). Returns the two fold
     reports and ``{group: metric}`` over the held-out groups."""
     fold_of = shot_folds(target, shots, within_task, repeat)
