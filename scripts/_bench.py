@@ -33,10 +33,26 @@ def mean_ci(reports, metrics) -> dict:
     return out
 
 
-def experiment(doc: str, seeds: int = 5, options=None):
+def paired_rows(results: dict, metrics, base: str | None = None) -> list[dict]:
+    """One row per variant of ``results`` (``{variant: [per-seed report]}``): mean and 95% CI
+    of each metric and ``d_<metric>``, the paired per-seed difference to ``base`` (default: the
+    first variant)."""
+    reference = results[base] if base else next(iter(results.values()))
+    rows = []
+    for name, reports in results.items():
+        row = {"variant": name, "seeds": len(reports), **mean_ci(reports, metrics)}
+        for metric in metrics:
+            d, ci = ci95([a[metric] - b[metric] for a, b in zip(reports, reference,
+                                                                strict=True)])
+            row[f"d_{metric}"], row[f"d_{metric}_ci"] = round(d, 4), round(ci, 4)
+        rows.append(row)
+    return rows
+
+
+def experiment(doc: str, seeds: int = 5, options=None, blocks=BASE):
     """The head of the seeded experiment scripts: ``--dataset`` / ``--seeds`` / ``--first-seed``
     parsed (and whatever ``options(parser)`` adds), the dataset's valid records and their
-    program + workload + hardware features. Choices are made on seeds 100-104 and reported on
+    features (``blocks``: program + workload + hardware unless given). Choices are made on seeds 100-104 and reported on
     0-4 (``--first-seed 100``: the seeds to choose on)."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--dataset", default="bundled")
@@ -47,7 +63,7 @@ def experiment(doc: str, seeds: int = 5, options=None):
     args = parser.parse_args()
     args.seed_list = list(range(args.first_seed, args.first_seed + args.seeds))
     dataset = load_dataset(args.dataset).filter(valid=True)
-    return args, dataset, build(dataset, BASE)
+    return args, dataset, build(dataset, list(blocks))
 
 
 SPEED_SOURCES = (SHARED / "bennu-ansor", SHARED / "bennu-metaschedule-a100-resnet34")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pandas as pd
 from _results import print_table, write_results
-from _bench import ci95, experiment, mean_ci
+from _bench import experiment, paired_rows
 
 from gbxfer import SplitSpec
 from gbxfer.metrics import ranking_report
@@ -65,14 +65,7 @@ def main() -> None:
             results.setdefault(name, []).append(ranking_report(
                 r["latency"][test], s, r["group"][test], r["weight"][test]))
         print(f"seed {seed} done", flush=True)
-    base = next(iter(results.values()))
-    rows = []
-    for name, reports in results.items():
-        row = {"variant": name, "seeds": len(reports), **mean_ci(reports, METRICS)}
-        for metric in METRICS:
-            d, ci = ci95([a[metric] - b[metric] for a, b in zip(reports, base, strict=True)])
-            row[f"d_{metric}"], row[f"d_{metric}_ci"] = round(d, 4), round(ci, 4)
-        rows.append(row)
+    rows = paired_rows(results, METRICS)
     print_table(rows)
     write_results(args.name, rows, dataset=args.dataset, test_fraction=0.3,
                   seeds=args.seed_list)

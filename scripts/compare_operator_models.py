@@ -16,15 +16,12 @@ reported on seeds 0-4. Results: scripts/results/<name>.{json,csv}.
 """
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 import pandas as pd
-from _bench import ci95
+from _bench import ci95, experiment
 from _results import print_table, write_results
 
-from gbxfer import SplitSpec, load_dataset
-from gbxfer.features import build
+from gbxfer import SplitSpec
 from gbxfer.metrics import ranking_report
 from gbxfer.model import GBCostRanker, load_model_config
 
@@ -37,16 +34,13 @@ def percentiles(score, groups) -> np.ndarray:
     return pd.Series(score).groupby(np.asarray(groups)).rank(pct=True).to_numpy()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", default="bundled")
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--first-seed", type=int, default=0)
+def options(parser) -> None:
     parser.add_argument("--name", default="compare_operator_models", help="results file name")
-    args = parser.parse_args()
-    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
-    dataset = load_dataset(args.dataset).filter(valid=True)
-    fm = build(dataset, list(DEFAULT.blocks))
+
+
+def main() -> None:
+    args, dataset, fm = experiment(__doc__, options=options, blocks=DEFAULT.blocks)
+    seeds = args.seed_list
     r = fm.records.merge(dataset.tasks[["task_key", "operator"]], on="task_key", how="left")
     kinds = r["operator"].to_numpy()
     reports: dict = {}  # (kind, variant) -> one report per seed

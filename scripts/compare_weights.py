@@ -22,15 +22,12 @@ Results: scripts/results/<name>.{json,csv}.
 """
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 import pandas as pd
-from _bench import ci95, mean_ci
+from _bench import experiment, paired_rows
 from _results import print_table, write_results
 
-from gbxfer import SplitSpec, load_dataset
-from gbxfer.features import build
+from gbxfer import SplitSpec
 from gbxfer.metrics import ranking_report
 from gbxfer.model import GBCostRanker, load_model_config
 from gbxfer.model._ranker import group_ranks
@@ -53,16 +50,13 @@ def variants(label, groups, weight):
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", default="bundled")
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--first-seed", type=int, default=0)
+def options(parser) -> None:
     parser.add_argument("--name", default="compare_weights", help="results file name")
-    args = parser.parse_args()
-    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
-    dataset = load_dataset(args.dataset).filter(valid=True)
-    fm = build(dataset, list(DEFAULT.blocks))
+
+
+def main() -> None:
+    args, dataset, fm = experiment(__doc__, options=options, blocks=DEFAULT.blocks)
+    seeds = args.seed_list
     r = fm.records
     results: dict = {}
     for seed in seeds:
@@ -82,14 +76,7 @@ def main() -> None:
                 r["latency"][test], score, r["group"][test], r["weight"][test]))
             print(f"seed {seed} {name}: " + " ".join(
                 f"{m} {results[name][-1][m]:.4f}" for m in METRICS), flush=True)
-    base = results["default"]
-    rows = []
-    for name, reports in results.items():
-        row = {"variant": name, "seeds": len(reports), **mean_ci(reports, METRICS)}
-        for metric in METRICS:
-            d, ci = ci95([a[metric] - b[metric] for a, b in zip(reports, base, strict=True)])
-            row[f"d_{metric}"], row[f"d_{metric}_ci"] = round(d, 4), round(ci, 4)
-        rows.append(row)
+    rows = paired_rows(results, METRICS, "default")
     print_table(rows)
     write_results(args.name, rows, dataset=args.dataset, test_fraction=0.3, seeds=seeds)
 
