@@ -52,7 +52,8 @@ def paired_rows(results: dict, metrics, base: str | None = None) -> list[dict]:
 def experiment(doc: str, seeds: int = 5, options=None, blocks=BASE):
     """The head of the seeded experiment scripts: ``--dataset`` / ``--seeds`` / ``--first-seed``
     parsed (and whatever ``options(parser)`` adds), the dataset's valid records and their
-    features (``blocks``: program + workload + hardware unless given). Choices are made on seeds 100-104 and reported on
+    features (``blocks``, or the script's ``--blocks``: program + workload + hardware unless
+    given). Choices are made on seeds 100-104 and reported on
     0-4 (``--first-seed 100``: the seeds to choose on)."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--dataset", default="bundled")
@@ -62,6 +63,8 @@ def experiment(doc: str, seeds: int = 5, options=None, blocks=BASE):
         options(parser)
     args = parser.parse_args()
     args.seed_list = list(range(args.first_seed, args.first_seed + args.seeds))
+    if isinstance(getattr(args, "blocks", None), str):  # a script's own --blocks option
+        blocks = args.blocks.split(",")
     dataset = load_dataset(args.dataset).filter(valid=True)
     return args, dataset, build(dataset, list(blocks))
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 from _results import print_table, write_results
-from _bench import ci95, experiment, mean_ci
+from _bench import BASE, ci95, experiment, mean_ci
 
 from gbxfer import SplitSpec
 from gbxfer.splits import leave_one_network_out
@@ -40,6 +40,8 @@ VARIANTS = {
     "no hashed decisions": lambda c: not c.startswith("program.dec_"),
     "no hashing at all": lambda c: not c.startswith(("program.tok_", "program.dec_")),
     "no by-axis tiles": lambda c: "_axis" not in c,
+    "no compute locations or rfactor": lambda c: not c.startswith(("program.location",
+                                                                   "program.rfactor_")),
 }
 
 CROSS = "+ hardware-relative cross features"
@@ -141,6 +143,8 @@ def options(parser) -> None:
     parser.add_argument("--variants", default=",".join(names),
                         help=f"comma-separated, of: {'; '.join(names)}")
     parser.add_argument("--configs", default="default,lambdarank")
+    parser.add_argument("--blocks", default=",".join(BASE),
+                        help="feature blocks of the 'all' variant (default: %(default)s)")
     parser.add_argument("--split", choices=("by-task", "by-network"), default="by-task")
     parser.add_argument("--name", default="ablate_features", help="results file name")
 

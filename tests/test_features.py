@@ -93,6 +93,45 @@ def test_unknown_primitive_is_counted_not_fatal():
     assert vec[COLUMNS.index("count_split")] == 1
 
 
+def _pooling_trace(rfactor_loop: str, locations: tuple) -> list:
+    """A max-pooling sketch: the window's loop split in two, one part rfactor-ed, the
+    padding's and the rfactor block's compute locations sampled."""
+    insts = [["GetSBlock", [], ["pad_temp", "main"], ["b0"]],
+             ["GetSBlock", [], ["pool_max", "main"], ["b1"]],
+             ["GetLoops", ["b1"], [], ["l3", "l4"]],
+             ["SamplePerfectTile", ["l4"], [2, 64], ["v5", "v6"]],
+             ["Split", ["l4", "v5", "v6"], [True, False], ["l7", "l8"]],
+             ["RFactor", [rfactor_loop], [4], ["b9"]],
+             ["SampleComputeLocation", ["b0"], [], ["l10"]],
+             ["ComputeAt", ["b0", "l10"], [1, -1], []],
+             ["SampleComputeLocation", ["b9"], [], ["l11"]],
+             ["ComputeAt", ["b9", "l11"], [1, -1], []],
+             ["EnterPostproc", [], [], []]]
+    return [insts, [[3, [2, 8]], [6, locations[0]], [8, locations[1]]]]
+
+
+def test_compute_locations_and_rfactor_are_read_from_the_decisions():
+    f = ProgramFeaturizer()
+    inner, outer = f.transform_traces([_pooling_trace("l8", (-2, 1)),
+                                       _pooling_trace("l7", (-1, -1))])
+    col = {c: i for i, c in enumerate(COLUMNS)}
+
+    def get(vec, *names):
+        return [float(vec[col[n]]) for n in names]
+
+    # the window's inner part (8 iterations) rfactor-ed; padding inlined, rfactor under loop 1
+    assert get(inner, "rfactor_inner", "rfactor_outer", "rfactor_extent_log2") == [1, 0, 3]
+    assert get(inner, "location_inline", "location_root", "location_loop") == [1, 0, 1]
+    assert get(inner, "location0", "location1", "location2") == [1, 4, 0]
+    # the outer part (2 iterations) rfactor-ed; both blocks at the root
+    assert get(outer, "rfactor_inner", "rfactor_outer", "rfactor_extent_log2") == [0, 1, 1]
+    assert get(outer, "location_inline", "location_root", "location_loop") == [0, 2, 0]
+    assert get(outer, "location0", "location1") == [2, 2]
+    # Ansor's compute steps count in the same location columns
+    steps = f.ansor([["CI", 1], ["CR", 2], ["CA", 3, 1, 2]])
+    assert get(steps, "location_inline", "location_root", "location_loop") == [1, 1, 1]
+
+
 def test_unknown_block_is_an_error(ansor_a100_dataset):
     from gbxfer import GbxferError
     with pytest.raises(GbxferError, match="unknown feature block"):

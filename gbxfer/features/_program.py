@@ -19,6 +19,13 @@ One representation for MetaSchedule traces and Ansor step lists: a fixed-length 
 - cache stages by scope ``cache_read_<scope>`` / ``cache_write_<scope>`` (shared, local,
   global), and compute-at depth ``compute_at_depth_mean`` / ``_max`` (loop index chosen; -1 root
   and -2 inline count as 0);
+- compute locations: ``location_inline`` / ``_root`` / ``_loop`` count the blocks each sampled
+  location inlines, leaves at the root or puts under a loop (Ansor: its CI / CR / CA steps),
+  and ``location<j>`` (j < :data:`N_LOCATIONS`) is the j-th sampled location of the sketch + 3
+  (1 inline, 2 root, 3 + k under loop k; 0 where the sketch samples fewer; MetaSchedule only);
+- reductions split for parallelism (MetaSchedule's rfactor rule): ``rfactor_inner`` /
+  ``rfactor_outer`` count rfactors of a split's innermost / an outer loop, and
+  ``rfactor_extent_log2`` is log2 of the largest sampled extent of an rfactor-ed loop;
 - ``tok_<j>``: a position-aware hashed encoding of the first :data:`MAX_TOKENS` scheduling
   primitives (structure look-ups such as GetLoops left out): each token (kind, position,
   arguments: tile factors, annotation values, decisions) adds 1 to one of :data:`N_HASH`

@@ -6,9 +6,9 @@ import numpy as np
 
 from ._program_schema import (COLUMN, COLUMNS, DEPTH_MAX, DEPTH_MEAN, N_RD_AXES, N_RD_AXIS_LEVELS,
                               N_SP_AXES, N_SP_AXIS_LEVELS, RD_AXIS_START, RD_INNER_MAX,
-                              SP_AXIS_START, SP_INNER_MAX)
+                              RFACTOR_EXTENT, SP_AXIS_START, SP_INNER_MAX)
 
-MAX_COLUMNS = frozenset([SP_INNER_MAX, RD_INNER_MAX] + [COLUMN[c] for c in (
+MAX_COLUMNS = frozenset([SP_INNER_MAX, RD_INNER_MAX, RFACTOR_EXTENT] + [COLUMN[c] for c in (
     "unroll_log2", "vectorize_log2", "parallel_log2", "fetch_vector_log2")])
 # The by-axis columns are written once per program (each split has its own axis index) over
 # zeros, so "set" and "maximum" agree on them.

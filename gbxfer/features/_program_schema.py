@@ -16,6 +16,7 @@ N_SP_LEVELS, N_RD_LEVELS = 5, 3
 N_SP_AXES, N_SP_AXIS_LEVELS = 5, 4
 N_RD_AXES, N_RD_AXIS_LEVELS = 3, 2
 SCOPES = ("shared", "local", "global")
+N_LOCATIONS = 4  # compute locations kept one by one, in sketch order
 MAX_TOKENS = 25
 N_HASH = 64
 N_DECISION_HASH = 32
@@ -31,6 +32,9 @@ COLUMNS = (
        "bind_vthread", "fetch_vector_log2"]
     + [f"cache_read_{s}" for s in SCOPES] + [f"cache_write_{s}" for s in SCOPES]
     + ["compute_at_depth_mean", "compute_at_depth_max"]
+    + ["location_inline", "location_root", "location_loop"]
+    + [f"location{j}" for j in range(N_LOCATIONS)]
+    + ["rfactor_inner", "rfactor_outer", "rfactor_extent_log2"]
     + [f"tok_{j}" for j in range(N_HASH)]
     + [f"dec_{j}" for j in range(N_DECISION_HASH)]
 )
@@ -70,6 +74,19 @@ KIND_COL = {name: KIND_START + KINDS.index(kind) for name, kind in MS_KINDS.item
 OTHER_COL = KIND_START + KINDS.index("other")
 DEPTH_MEAN, DEPTH_MAX = COLUMN["compute_at_depth_mean"], COLUMN["compute_at_depth_max"]
 FETCH_COLUMN = COLUMN["fetch_vector_log2"]
+RFACTOR_EXTENT = COLUMN["rfactor_extent_log2"]
+
+
+def location_entries(decision: int, ordinal: int | None) -> tuple[list, list]:
+    """(columns, values) of one compute location: -2 inlines the block, -1 leaves it at the
+    root, k >= 0 puts it under loop k; the ``ordinal``-th location of its sketch (None: not
+    known) also sets ``location<ordinal>`` to the decision + 3 (0 stays "no such location")."""
+    kind = {-2: "location_inline", -1: "location_root"}.get(decision, "location_loop")
+    cols, vals = [COLUMN[kind]], [1.0]
+    if ordinal is not None and ordinal < N_LOCATIONS:
+        cols.append(COLUMN[f"location{ordinal}"])
+        vals.append(float(decision + 3))
+    return cols, vals
 
 
 def log2(x) -> float:

@@ -46,6 +46,9 @@ def ansor_step(position: int, step) -> tuple:
         args = [step[2]]
     elif code == "CA" and len(step) > 3 and isinstance(step[3], int):
         depths = (step[3],)
+    if code in ("CA", "CI", "CR"):  # where a stage is computed: at a loop, inlined, at root
+        vec[COLUMN[{"CA": "location_loop", "CI": "location_inline",
+                    "CR": "location_root"}[code]]] += 1
     vec[KIND_START + KINDS.index(kind)] += 1
     vec[DECISION_START + decision_bucket(position, step)] += 1
     if position < MAX_TOKENS:

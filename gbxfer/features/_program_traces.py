@@ -11,8 +11,8 @@ import orjson
 from ._program_parts import Parts, vector_entries
 from ._program_schema import (COLUMN, DECISION_START, FETCH_COLUMN, KIND_COL, KIND_START, KINDS,
                               MAX_TOKENS, MS_KINDS, N_DECISION_HASH, N_HASH, OTHER_COL,
-                              TOKEN_START, UNROLL_COLUMN, add_split, axis_positions, bind_column,
-                              log2, scope_column)
+                              RFACTOR_EXTENT, TOKEN_START, UNROLL_COLUMN, add_split,
+                              axis_positions, bind_column, location_entries, log2, scope_column)
 
 def printed_name(name: str) -> str:
     """MetaSchedule instruction kind -> its method name in a printed trace."""
@@ -74,6 +74,11 @@ class SketchPlan:
         self.splits = splits  # (factors, axis) -> entries, shared by the plans
         self._ids: dict[tuple, int] = {}  # (index, decision) -> part id
         self.decision_kind: dict[int, tuple] = {}
+        # tile sampling index -> the positions of its factors whose loops are rfactor-ed
+        self.rfactor_of: dict[int, list[int]] = {}
+        samples: dict[str, tuple[int, int]] = {}  # tile variable -> (index, position)
+        split_loops: dict[str, tuple] = {}  # loop -> (position, parts, factor variables)
+        n_locations = 0
         static = defaultdict(float)
         tokens: list[tuple[int, int]] = []  # (instruction index, bucket seed)
         uses: dict[str, str] = {}  # sampled variable -> annotation key that consumes it
@@ -87,11 +92,18 @@ class SketchPlan:
             static[KIND_START + KINDS.index(kind)] += 1
             if name == "SamplePerfectTile":
                 self.decision_kind[index] = ("tile",)
+                samples.update((str(o), (index, p)) for p, o in enumerate(outputs))
+            elif name == "Split" and inputs:
+                split_loops.update((str(o), (p, len(outputs), inputs[1:]))
+                                   for p, o in enumerate(outputs))
+            elif name == "RFactor" and inputs and str(inputs[0]) in split_loops:
+                self._rfactor(static, split_loops[str(inputs[0])], samples)
             elif name == "SampleCategorical" and attrs:
                 key = uses.get(outputs[0], "") if outputs else ""
                 self.decision_kind[index] = ("categorical", attrs[0], key)
             elif name == "SampleComputeLocation":
-                self.decision_kind[index] = ("location",)
+                self.decision_kind[index] = ("location", n_locations)
+                n_locations += 1
             elif name == "Bind" and attrs:
                 static[bind_column(str(attrs[0]))] += 1
             elif name in ("CacheRead", "CacheWrite") and len(attrs) > 1:
@@ -118,6 +130,15 @@ class SketchPlan:
                  sorted(self.decision_kind.items()) if how[0] == "tile"]
         for (index, _), axis in zip(tiles, axis_positions([n for _, n in tiles])):
             self.decision_kind[index] = ("tile", axis)
+
+    def _rfactor(self, static, split_loop: tuple, samples: dict) -> None:
+        """An rfactor of a loop made by a split: whether it is the split's innermost loop,
+        and which sampled factor (its extent) the decision will give."""
+        position, parts, factors = split_loop
+        static[COLUMN["rfactor_inner" if position == parts - 1 else "rfactor_outer"]] += 1
+        sampled = samples.get(str(factors[position])) if position < len(factors) else None
+        if sampled is not None:
+            self.rfactor_of.setdefault(sampled[0], []).append(sampled[1])
 
     @staticmethod
     def _annotation(static, key: str, value) -> None:
@@ -162,6 +183,10 @@ class SketchPlan:
                     tuple(decision), how[1], self.splits)
             except TypeError:  # not a list of factors
                 return self.parts.add_entries(cols, vals)
+            extents = [log2(decision[q]) for q in self.rfactor_of.get(index, ())
+                       if q < len(decision) and isinstance(decision[q], int) and decision[q] > 0]
+            if extents:
+                max_cols, max_vals = [*max_cols, RFACTOR_EXTENT], [*max_vals, max(extents)]
             return self.parts.add_entries(cols + add_cols, vals + add_vals, max_cols, max_vals)
         if how[0] == "categorical" and isinstance(decision, int):
             candidates, key = how[1], how[2]
@@ -175,7 +200,9 @@ class SketchPlan:
                 return self.parts.add_entries(cols, vals, (FETCH_COLUMN,) if value else (),
                                               (value,) if value else ())
         elif how[0] == "location" and isinstance(decision, int):
-            return self.parts.add_entries(cols, vals, depths=(max(decision, 0),))
+            location_cols, location_vals = location_entries(decision, how[1])
+            return self.parts.add_entries(cols + location_cols, vals + location_vals,
+                                          depths=(max(decision, 0),))
         return self.parts.add_entries(cols, vals)
 
 
