@@ -250,12 +250,15 @@ def test_from_eight_shots_a_group_the_guard_keeps_pooled_retraining_unless_it_lo
     assert (guard["choice"], guard["pooled_from"]) == ("pooled", 8)
     assert guard["adapted"] and not guard["candidates"]["pooled"]["adapted"]
     assert adapted.extra["transfer"]["mode"] == "retrain"
-    # worse by more than a standard error, or fewer shots, or switched off: the source model
+    assert list(guard["candidates"]) == ["pooled"]  # the configured transfer never retrained
+    # worse by more than a standard error, or fewer shots, or switched off: the source model,
+    # every candidate checked
     for pooled, k, config in (([0.6, 0.5, 0.7], 8, TransferConfig()),
                               ([0.69, 0.62, 0.79], 4, TransferConfig()),
                               ([0.69, 0.62, 0.79], 8, TransferConfig(pooled_from=0))):
         _, kept = _guarded(gpus, monkeypatch, *no_gain, pooled, config, k)
         assert kept.extra["transfer"]["guard_check"]["choice"] == "source"
+        assert list(kept.extra["transfer"]["guard_check"]["candidates"]) == ["config", "pooled"]
 
 
 @pytest.mark.parametrize("config", [TransferConfig(), TransferConfig(guard=False)])

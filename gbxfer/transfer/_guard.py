@@ -8,7 +8,8 @@ standard error, else the source model is returned (with the shots recorded). A f
 then make the model worse beyond the noise of that check. With ``try_pooled`` the guard weighs
 pooled retraining (:meth:`TransferConfig.pooled`) the same way and keeps, of the adaptations
 that pass, the one with the larger gain; from ``pooled_from`` shots in the median group, pooled
-retraining unless it scores worse by one standard error. ``fallback="blend"`` makes a guarded
+retraining unless it scores worse by one standard error (then the other candidates are not
+cross-validated at all). ``fallback="blend"`` makes a guarded
 transfer return :meth:`TransferConfig.blended` where no adaptation passes, not the source.
 """
 from __future__ import annotations
@@ -50,9 +51,20 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
         candidates["pooled"] = candidates["config"].pooled()
     if config.try_blend and candidates["config"].blended() != candidates["config"]:
         candidates["blend"] = candidates["config"].blended()
-    checks = guard_checks(model, source, target, np.asarray(shot_positions), candidates, seed,
-                          source_features, target_features)
-    first = _pooled_first(config, checks.get("pooled"), target, shot_positions)
+    shot_array = np.asarray(shot_positions)
+    median = median_shots(target, shot_array)
+    # from pooled_from shots in the median group, pooled retraining is checked alone first:
+    # kept unless it scores worse, it spares the other candidates' retrainings
+    early = {"pooled": candidates["pooled"]} if (
+        "pooled" in candidates and config.pooled_from and median >= config.pooled_from) else {}
+    checks = guard_checks(model, source, target, shot_array, early, seed, source_features,
+                          target_features) if early else {}
+    first = _pooled_first(config, checks.get("pooled"), median)
+    if not first:
+        checks.update(guard_checks(model, source, target, shot_array,
+                                   {n: c for n, c in candidates.items() if n not in checks},
+                                   seed, source_features, target_features))
+        checks = {n: checks[n] for n in candidates}
     name = "pooled" if first else max(
         checks, key=lambda n: (checks[n]["adapted"], checks[n]["gain"] or -1.0))
     adapted = first or checks[name]["adapted"]
@@ -171,12 +183,11 @@ def guard_checks(model: SavedModel, source: Dataset, target: Dataset, shots: np.
     return checks
 
 
-def _pooled_first(config: TransferConfig, check: dict | None, target: Dataset,
-                  shots) -> bool:
+def _pooled_first(config: TransferConfig, check: dict | None, median: float) -> bool:
     """Whether the guard keeps pooled retraining without its beating the source model: where
-    the median task x profile group has ``config.pooled_from`` shots or more (then the shots
-    outweigh what the check can tell apart), unless it scored worse by one standard error."""
+    the median task x profile group has ``config.pooled_from`` shots or more (``median``; then
+    the shots outweigh what the check can tell apart), unless it scored worse by one standard
+    error."""
     if not config.pooled_from or not check or check["gain"] is None:
         return False
-    return (median_shots(target, shots) >= config.pooled_from
-            and check["gain"] >= -check["se"])
+    return median >= config.pooled_from and check["gain"] >= -check["se"]
