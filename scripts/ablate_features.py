@@ -3,9 +3,11 @@
     python scripts/ablate_features.py [--dataset bundled] [--seeds 5] [--first-seed 0]
                                       [--variants all,...] [--configs default,lambdarank]
                                       [--split by-task|by-network] [--name ablate_features]
+                                      [--blocks program,workload,hardware[,cross]]
 
-Each variant drops a group of program columns (hashed tokens, hashed decisions, both, the
-by-axis tile columns) from program + workload + hardware features, or adds hardware-relative
+Each variant starts from ``--blocks`` (program + workload + hardware unless given) and drops
+a group of program columns (hashed tokens, hashed decisions, both, the by-axis tile columns,
+the compute-location and rfactor columns), or adds hardware-relative
 cross features (program x hardware / workload: vectorize extent against vector lanes,
 parallel extent against threads, inner tile footprints against L1 / L2, FLOPs against peak,
 outer iterations, register tile, innermost tile against lanes), or adds features relative to
@@ -144,7 +146,9 @@ def options(parser) -> None:
                         help=f"comma-separated, of: {'; '.join(names)}")
     parser.add_argument("--configs", default="default,lambdarank")
     parser.add_argument("--blocks", default=",".join(BASE),
-                        help="feature blocks of the 'all' variant (default: %(default)s)")
+                        help="the feature blocks every variant starts from (default: "
+                             "%(default)s; with cross among them, leave out the variant that "
+                             "adds it again)")
     parser.add_argument("--split", choices=("by-task", "by-network"), default="by-task")
     parser.add_argument("--name", default="ablate_features", help="results file name")
 

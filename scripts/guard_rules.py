@@ -12,7 +12,10 @@ can beat). Per rule: mean PCA over all draws, the cells (setting x K) whose mean
 below the pooled arm's, the (cell, metric) pairs whose paired 95% CI against the source model
 lies entirely below 0 (PCA and top-1), and how often each candidate is picked; and, over all
 draws, the correlation of each candidate's guard gain with its test PCA gain. Reads the rows
-of the latest benchmark version in scripts/results/bench_transfer.jsonl (no training).
+of the latest benchmark version in scripts/results/bench_transfer.jsonl (no training). Since
+f42a23b the guard does not check the continue adaptation where it takes pooled retraining
+first (``pooled_from``): draws measured after that record no gain for it, and it never passes
+there.
 Results: scripts/results/guard_rules.{json,csv}.
 """
 from __future__ import annotations

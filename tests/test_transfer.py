@@ -191,12 +191,16 @@ def test_the_study_moves_away_from_simpler_configs_only_beyond_one_standard_erro
 
 
 def _guarded(gpus, monkeypatch, source_scores, adapted_scores, pooled_scores=None,
-             config=TransferConfig(), k=4):
+             config=TransferConfig(), k=4, raising_mode=None):
     """A guarded transfer whose check inside the shots sees these per-group scores (pooled
-    retraining: ``pooled_scores``, default as the configured adaptation's)."""
+    retraining: ``pooled_scores``, default as the configured adaptation's); candidates of
+    mode ``raising_mode`` raise inside the check."""
     import gbxfer.transfer._guard as guard_module
+    from gbxfer.errors import GbxferError
 
     def fake(model, source, target, shots, config, *args):
+        if config.mode == raising_mode:
+            raise GbxferError(f"cannot adapt in mode {raising_mode}")
         scores = (source_scores if not config.adapts else
                   pooled_scores if config.mode == "retrain" and pooled_scores else
                   adapted_scores)
@@ -259,6 +263,18 @@ def test_from_eight_shots_a_group_the_guard_keeps_pooled_retraining_unless_it_lo
         _, kept = _guarded(gpus, monkeypatch, *no_gain, pooled, config, k)
         assert kept.extra["transfer"]["guard_check"]["choice"] == "source"
         assert list(kept.extra["transfer"]["guard_check"]["candidates"]) == ["config", "pooled"]
+
+
+def test_a_candidate_that_cannot_adapt_fails_alone(gpus, monkeypatch):
+    """A blend of a blend raises inside its check; pooled retraining is still weighed, with
+    or without the pooled-first shortcut."""
+    for k in (4, 8):
+        _, model = _guarded(gpus, monkeypatch, [0.7, 0.6, 0.8], [0.71, 0.58, 0.81],
+                            [0.9, 0.8, 0.95], TransferConfig(try_blend=True), k,
+                            raising_mode="blend")
+        guard = model.extra["transfer"]["guard_check"]
+        assert guard["choice"] == "pooled"
+        assert k == 8 or guard["candidates"]["blend"]["gain"] is None
 
 
 @pytest.mark.parametrize("config", [TransferConfig(), TransferConfig(guard=False)])

@@ -25,7 +25,8 @@ One representation for MetaSchedule traces and Ansor step lists: a fixed-length 
   (1 inline, 2 root, 3 + k under loop k; 0 where the sketch samples fewer; MetaSchedule only);
 - reductions split for parallelism (MetaSchedule's rfactor rule): ``rfactor_inner`` /
   ``rfactor_outer`` count rfactors of a split's innermost / an outer loop, and
-  ``rfactor_extent_log2`` is log2 of the largest sampled extent of an rfactor-ed loop;
+  ``rfactor_extent_log2`` is log2 of the largest sampled extent of an rfactor-ed loop (0 for
+  Ansor step lists, whose RF steps count only in ``count_rfactor``);
 - ``tok_<j>``: a position-aware hashed encoding of the first :data:`MAX_TOKENS` scheduling
   primitives (structure look-ups such as GetLoops left out): each token (kind, position,
   arguments: tile factors, annotation values, decisions) adds 1 to one of :data:`N_HASH`

@@ -151,7 +151,7 @@ def guard_checks(model: SavedModel, source: Dataset, target: Dataset, shots: np.
     source model inside the shots: the paired per-group differences of the mean of pairwise
     accuracy and top-1 (:data:`GUARD_METRICS`) on the held-out folds (:func:`cross_validate`;
     the source model scored once for all) have a mean above one standard error. Too few shots
-    or groups to tell: not adapted.
+    or groups to tell, or a candidate whose adaptation raises: not adapted.
 
     With 4 or more shots in the median group the folds halve every group (the gain of shots of
     the tasks scored, as in a transfer to a target whose tasks have shots); with fewer they
@@ -163,14 +163,18 @@ def guard_checks(model: SavedModel, source: Dataset, target: Dataset, shots: np.
         return _by_group(cross_validate(model, source, target, shots, config, seed, "pca",
                                         source_features, target_features, within)[0])
 
+    failed = {"adapted": False, "gain": None, "se": None, "groups": 0}
     try:
         base = scores(TransferConfig(extra_rounds=0))
-        mine = {name: scores(config) for name, config in configs.items()}
     except GbxferError:
-        return {name: {"adapted": False, "gain": None, "se": None, "groups": 0}
-                for name in configs}
+        return {name: dict(failed) for name in configs}
     checks = {}
-    for name, by_group in mine.items():
+    for name, config in configs.items():
+        try:  # a candidate that cannot adapt (a blend of a blend) fails alone
+            by_group = scores(config)
+        except GbxferError:
+            checks[name] = dict(failed)
+            continue
         common = sorted(set(base) & set(by_group))
         diff = np.array([np.mean([by_group[g][m] - base[g][m] for m in GUARD_METRICS])
                          for g in common])
