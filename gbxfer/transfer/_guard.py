@@ -51,20 +51,16 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
         candidates["pooled"] = candidates["config"].pooled()
     if config.try_blend and candidates["config"].blended() != candidates["config"]:
         candidates["blend"] = candidates["config"].blended()
-    shot_array = np.asarray(shot_positions)
-    median = median_shots(target, shot_array)
-    # from pooled_from shots in the median group, pooled retraining is checked alone first:
-    # kept unless it scores worse, it spares the other candidates' retrainings
-    early = {"pooled": candidates["pooled"]} if (
-        "pooled" in candidates and config.pooled_from and median >= config.pooled_from) else {}
-    checks = guard_checks(model, source, target, shot_array, early, seed, source_features,
-                          target_features) if early else {}
+    median = median_shots(target, shot_positions)
+    # pooled retraining is checked first: where it is kept without beating the source model
+    # (pooled_from), the other candidates' retrainings are spared
+    pooled_first = {n: candidates[n] for n in sorted(candidates, key=lambda n: n != "pooled")}
+    checks = guard_checks(model, source, target, np.asarray(shot_positions), pooled_first,
+                          seed, source_features, target_features,
+                          stop=lambda n, check: n == "pooled"
+                          and _pooled_first(config, check, median))
     first = _pooled_first(config, checks.get("pooled"), median)
-    if not first:
-        checks.update(guard_checks(model, source, target, shot_array,
-                                   {n: c for n, c in candidates.items() if n not in checks},
-                                   seed, source_features, target_features))
-        checks = {n: checks[n] for n in candidates}
+    checks = {n: checks[n] for n in candidates if n in checks}
     name = "pooled" if first else max(
         checks, key=lambda n: (checks[n]["adapted"], checks[n]["gain"] or -1.0))
     adapted = first or checks[name]["adapted"]
@@ -146,12 +142,13 @@ def _by_group(reports) -> dict:
 
 def guard_checks(model: SavedModel, source: Dataset, target: Dataset, shots: np.ndarray,
                  configs: dict, seed: int, source_features: FeatureMatrix,
-                 target_features: FeatureMatrix) -> dict:
+                 target_features: FeatureMatrix, stop=None) -> dict:
     """``{name: check}``: whether each of ``configs`` (``{name: TransferConfig}``) beats the
     source model inside the shots: the paired per-group differences of the mean of pairwise
     accuracy and top-1 (:data:`GUARD_METRICS`) on the held-out folds (:func:`cross_validate`;
     the source model scored once for all) have a mean above one standard error. Too few shots
-    or groups to tell, or a candidate whose adaptation raises: not adapted.
+    or groups to tell, or a candidate whose adaptation raises: not adapted. ``stop(name,
+    check)`` true ends the checks there: the configs after it are not cross-validated.
 
     With 4 or more shots in the median group the folds halve every group (the gain of shots of
     the tasks scored, as in a transfer to a target whose tasks have shots); with fewer they
@@ -168,22 +165,25 @@ def guard_checks(model: SavedModel, source: Dataset, target: Dataset, shots: np.
         base = scores(TransferConfig(extra_rounds=0))
     except GbxferError:
         return {name: dict(failed) for name in configs}
-    checks = {}
-    for name, config in configs.items():
+    def check(config) -> dict:
         try:  # a candidate that cannot adapt (a blend of a blend) fails alone
             by_group = scores(config)
         except GbxferError:
-            checks[name] = dict(failed)
-            continue
+            return dict(failed)
         common = sorted(set(base) & set(by_group))
         diff = np.array([np.mean([by_group[g][m] - base[g][m] for m in GUARD_METRICS])
                          for g in common])
         if len(diff) < 2:
-            checks[name] = {"adapted": False, "gain": None, "se": None, "groups": len(diff)}
-            continue
+            return {**failed, "groups": len(diff)}
         gain, se = float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(len(diff)))
-        checks[name] = {"adapted": bool(gain > se), "gain": round(gain, 5), "se": round(se, 5),
-                        "groups": len(diff), "folds": "within tasks" if within else "by task"}
+        return {"adapted": bool(gain > se), "gain": round(gain, 5), "se": round(se, 5),
+                "groups": len(diff), "folds": "within tasks" if within else "by task"}
+
+    checks = {}
+    for name, config in configs.items():
+        checks[name] = check(config)
+        if stop is not None and stop(name, checks[name]):
+            break
     return checks
 
 
