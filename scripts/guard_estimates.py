@@ -19,6 +19,8 @@ rules on those numbers, with no further training:
   c        a candidate passes when its mean gain exceeds c standard errors
   flipF    the guard as it is, except where the median shot group has F or more shots:
            there pooled retraining unless its gain lies more than one standard error below 0
+  groups   within tasks, a group's two held-out halves averaged into one sample before the
+           standard error (the guard until 2026-12-05 counted each half as a sample)
 
 and, for every rule, the chosen model's paired test difference to the source model (mean and
 95% CI over draws per setting and K), how many (setting, K) cells have a PCA or a top-1 CI
@@ -94,25 +96,26 @@ def median_group(row) -> float:
     return row.get("median_group", row["k"] if isinstance(row["k"], int) else 0)
 
 
-def choose(row, score, repeats, c, flip=0) -> str:
+def choose(row, score, repeats, c, flip=0, groups=False) -> str:
     """The candidate a rule picks for one draw: of those whose mean gain over the held-out
     (fold, group) pairs, as the guard counts them (each pair's differences averaged over the
     first ``repeats`` splits that hold it out), exceeds c standard errors, the one with the
     largest gain; else the source model. ``flip`` F > 0:
     where the median group has F or more shots, pooled retraining unless its gain lies more
-    than one standard error below 0 (the burden of proof reversed once the shots are many)."""
+    than one standard error below 0 (the burden of proof reversed once the shots are many).
+    ``groups``: a group is one sample within tasks too (its two halves averaged)."""
     metrics = SCORES[score]
     checks = {}
     for name in CANDIDATES if row["cv"] else ():
         per_group: dict = {}
         for r in range(repeats):
             base, mine = row["cv"]["source"][r], row["cv"][name][r]
-            for key in set(base) & set(mine):
+            for key in sorted(set(base) & set(mine)):
                 values = [mine[key][m] - base[key][m] for m in metrics]
                 if all(np.isfinite(values)):
                     # within tasks a (fold, group) pair is a sample, as the guard counts it;
                     # by task a group is held out once per split, in either fold
-                    sample = key if row["within"] else key.split("|", 1)[1]
+                    sample = key if row["within"] and not groups else key.split("|", 1)[1]
                     per_group.setdefault(sample, []).append(np.mean(values))
         diff = np.array([np.mean(v) for v in per_group.values()])
         if len(diff) >= 2:
@@ -129,19 +132,21 @@ def summarize(runs, repeats) -> tuple[list[dict], list[dict]]:
     """Per rule and (setting, K): the chosen model's paired test differences; and per rule
     the totals, over the cells whose draws all have the rule's number of splits."""
     cells, totals = [], []
-    rules = [(*rule, 0) for rule in itertools.product(SCORES, range(1, repeats + 1),
-                                                       (0.0, 0.5, 1.0))]
-    rules += [("pca+top1", 1, 1.0, flip) for flip in (8, 16)]
+    rules = [(*rule, 0, False) for rule in itertools.product(SCORES, range(1, repeats + 1),
+                                                              (0.0, 0.5, 1.0))]
+    rules += [("pca+top1", 1, 1.0, flip, False) for flip in (8, 16)]
+    rules += [("pca+top1", 1, c, flip, True) for c, flip in ((1.0, 0), (0.5, 0), (1.0, 8))]
     by_cell: dict = {}
     for run in runs:
         by_cell.setdefault((run["setting"], run["k"]), []).append(run)
-    for score, reps, c, flip in rules:
-        rule = f"{score} r{reps} c{c:g}" + (f" flip{flip}" if flip else "")
+    for score, reps, c, flip, groups in rules:
+        rule = (f"{score} r{reps} c{c:g}" + (f" flip{flip}" if flip else "")
+                + (" groups" if groups else ""))
         below, d_pca_all, short_all = {"pca": 0, "top1": 0}, [], []
         for (setting, k), rows in by_cell.items():
             if any(row["repeats"] < reps for row in rows):  # a rule needs its splits
                 continue
-            picks = [choose(row, score, reps, c, flip) for row in rows]
+            picks = [choose(row, score, reps, c, flip, groups) for row in rows]
             d = {m: [row["test"][p][m] - row["test"]["source"][m] for row, p in zip(rows, picks)]
                  for m in ("pca", "top1")}
             shortfall = [row["test"]["pooled"]["pca"] - row["test"][p]["pca"]

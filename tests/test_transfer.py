@@ -191,10 +191,11 @@ def test_the_study_moves_away_from_simpler_configs_only_beyond_one_standard_erro
 
 
 def _guarded(gpus, monkeypatch, source_scores, adapted_scores, pooled_scores=None,
-             config=TransferConfig(), k=4, raising_mode=None):
+             config=TransferConfig(), k=4, raising_mode=None, halves=False):
     """A guarded transfer whose check inside the shots sees these per-group scores (pooled
     retraining: ``pooled_scores``, default as the configured adaptation's); candidates of
-    mode ``raising_mode`` raise inside the check."""
+    mode ``raising_mode`` raise inside the check; ``halves``: every group held out in both
+    folds with the same scores (as within tasks)."""
     import gbxfer.transfer._guard as guard_module
     from gbxfer.errors import GbxferError
 
@@ -205,7 +206,8 @@ def _guarded(gpus, monkeypatch, source_scores, adapted_scores, pooled_scores=Non
                   pooled_scores if config.mode == "retrain" and pooled_scores else
                   adapted_scores)
         by_task = {f"t{i}|hw": {"pca": v, "top1": v} for i, v in enumerate(scores)}
-        return [{"by_task": by_task}], {g: v["pca"] for g, v in by_task.items()}
+        return [{"by_task": by_task}] * (2 if halves else 1), {g: v["pca"]
+                                                              for g, v in by_task.items()}
 
     monkeypatch.setattr(guard_module, "cross_validate", fake)
     source = train(gpus, CONFIG, SplitSpec.parse("by-hardware:cuda-sm_86"))
@@ -244,6 +246,18 @@ def test_the_guard_takes_pooled_retraining_when_it_gains_more_inside_the_shots(g
                           [0.9, 0.8, 0.95], TransferConfig(try_pooled=False))
     assert list(adapted.extra["transfer"]["guard_check"]["candidates"]) == ["config"]
     assert adapted.extra["transfer"]["mode"] == "continue"
+
+
+def test_a_group_held_out_in_both_halves_is_one_sample(gpus, monkeypatch):
+    """Gains +0.10, -0.04, +0.04: above one standard error only if each group's two halves
+    counted as two samples."""
+    scores = [0.7, 0.6, 0.8], [0.8, 0.56, 0.84], [0.7, 0.6, 0.8]
+    _, kept = _guarded(gpus, monkeypatch, *scores, halves=True)
+    guard = kept.extra["transfer"]["guard_check"]
+    assert guard["choice"] == "source" and guard["candidates"]["config"]["adapted"] is False
+    assert guard["groups"] == 3
+    assert guard["gain"] == pytest.approx(0.0333, abs=1e-3)
+    assert guard["se"] == pytest.approx(0.0406, abs=1e-3)
 
 
 def test_from_eight_shots_a_group_the_guard_keeps_pooled_retraining_unless_it_loses(

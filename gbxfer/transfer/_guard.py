@@ -146,7 +146,8 @@ def guard_checks(model: SavedModel, source: Dataset, target: Dataset, shots: np.
     """``{name: check}``: whether each of ``configs`` (``{name: TransferConfig}``) beats the
     source model inside the shots: the paired per-group differences of the mean of pairwise
     accuracy and top-1 (:data:`GUARD_METRICS`) on the held-out folds (:func:`cross_validate`;
-    the source model scored once for all) have a mean above one standard error. Too few shots
+    the source model scored once for all; a group held out in both folds, as within tasks,
+    averaged into one sample) have a mean above one standard error. Too few shots
     or groups to tell, or a candidate whose adaptation raises: not adapted. ``stop(name,
     check)`` true ends the checks there: the configs after it are not cross-validated.
 
@@ -170,9 +171,11 @@ def guard_checks(model: SavedModel, source: Dataset, target: Dataset, shots: np.
             by_group = scores(config)
         except GbxferError:
             return dict(failed)
-        common = sorted(set(base) & set(by_group))
-        diff = np.array([np.mean([by_group[g][m] - base[g][m] for m in GUARD_METRICS])
-                         for g in common])
+        per_group: dict = {}  # within tasks a group's two held-out halves are one sample
+        for fold, g in sorted(set(base) & set(by_group)):
+            per_group.setdefault(g, []).append(
+                np.mean([by_group[fold, g][m] - base[fold, g][m] for m in GUARD_METRICS]))
+        diff = np.array([np.mean(halves) for halves in per_group.values()])
         if len(diff) < 2:
             return {**failed, "groups": len(diff)}
         gain, se = float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(len(diff)))
