@@ -7,6 +7,7 @@
 Models (same data, same splits, same seeds):
   gbxfer            the default config (configs/model/default.yaml) on program + workload +
                     hardware features
+  gbxfer-large      the default grown to 1,500 trees x 127 leaves (configs/model/large.yaml)
   gbxfer-lambdarank LightGBM lambdarank (configs/model/lambdarank.yaml), same features
   gbxfer-xgboost    XGBoost regression on the throughput label (configs/model/xgboost.yaml,
                     the default until 2026-12-04), same features
@@ -52,7 +53,8 @@ def per_store_frame(dataset):
     return per_store_features(dataset, progress=False)
 
 
-CONFIGS = {"gbxfer": load_model_config(), "gbxfer-lambdarank": load_model_config("lambdarank"),
+CONFIGS = {"gbxfer": load_model_config(), "gbxfer-large": load_model_config("large"),
+           "gbxfer-lambdarank": load_model_config("lambdarank"),
            "gbxfer-xgboost": load_model_config("xgboost")}
 DEFAULT = CONFIGS["gbxfer"]
 XGB_FEATURES: dict = {}  # per-store matrices by program id, extracted once for every seed
@@ -169,16 +171,16 @@ def main() -> None:
     parts = set(args.only or ["splits", "machines", "speed"])
     dataset = load_dataset(args.dataset)
     per_store = per_store_frame(dataset.filter(valid=True))
-    all_models = ["gbxfer", "gbxfer-lambdarank", "gbxfer-xgboost", "gbxfer+per_store", "tenset-xgb",
-                  "tvm-xgbmodel", "random"]
+    all_models = ["gbxfer", "gbxfer-large", "gbxfer-lambdarank", "gbxfer-xgboost",
+                  "gbxfer+per_store", "tenset-xgb", "tvm-xgbmodel", "random"]
     experiments = [(f"{args.dataset}", dataset, lambda s, k=kind: SplitSpec(k, 0.3, s),
                     all_models, per_store) for kind in ("within-task", "by-task")
                    if kind in args.splits]
     if LONO in args.splits and (dataset.tasks["network"] != "").all():
         # one fit per network and seed: the per-store variants are left to the 0.3 splits
         experiments.append((f"{args.dataset}", dataset, lambda s: LONO,
-                            ["gbxfer", "gbxfer-lambdarank", "gbxfer-xgboost", "tvm-xgbmodel",
-                             "random"], None))
+                            ["gbxfer", "gbxfer-large", "gbxfer-lambdarank", "gbxfer-xgboost",
+                             "tvm-xgbmodel", "random"], None))
     if (SHARED / "bennu-ansor").exists():
         gpus = ingest([SHARED / "bennu-ansor" / "gpu_a100", SHARED / "bennu-ansor" / "gpu_rtx3080"])
         for family in ("cuda-sm_80", "cuda-sm_86"):

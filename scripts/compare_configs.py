@@ -1,6 +1,7 @@
 """Model configs on the by-task split, paired per seed: which booster and label rank best?
 
     python scripts/compare_configs.py [--dataset bundled] [--first-seed 0] [--seeds 5]
+                                      [--variants "NAME;NAME..."] [--blocks B,B...]
                                       [--name compare_configs]
 
 Each variant trains on the by-task training part (test fraction 0.3) of every seed and is
@@ -8,11 +9,17 @@ scored on its test part; ``d_*`` are the paired per-seed differences to the firs
 (XGBoost regression on the throughput label, the default until 2026-12-04,
 configs/model/xgboost.yaml). Variants: XGBoost and LightGBM regression on the throughput label
 or on the rank within the group (``label: rank``), at three model sizes, LightGBM lambdarank,
-and a rank average of the shipped default and lambdarank. Choices are made on seeds 100-104
-(``--first-seed 100``); scripts/bench_model.py reports the chosen config on seeds 0-4.
+a rank average of the shipped default and lambdarank, and the shipped default (LightGBM on the
+rank label, 600 x 0.05, 63 leaves) grown larger or regularized otherwise. ``--variants`` runs
+only the named ones (the first is then the reference of ``d_*``); ``--blocks`` the feature
+blocks (default: the shipped default's; runs before 2026-12-05 used program, workload and
+hardware). Choices are made on seeds 100-104 (``--first-seed 100``);
+scripts/bench_model.py reports the chosen config on seeds 0-4.
 Results: scripts/results/<name>.{json,csv}.
 """
 from __future__ import annotations
+
+import argparse
 
 import pandas as pd
 from _results import print_table, write_results
@@ -27,6 +34,7 @@ LGB = {**LAMBDARANK, "objective": "regression"}
 BIG = {"n_estimators": 600, "learning_rate": 0.05, "num_leaves": 63, "min_child_samples": 10}
 BIGGER = {"n_estimators": 1000, "learning_rate": 0.03, "num_leaves": 127,
           "min_child_samples": 10}
+DEFAULT = load_model_config().params
 VARIANTS = {
     "xgboost regression, throughput, 150 x 0.2": XGB,
     "xgboost regression, rank, 150 x 0.2": {**XGB, "label": "rank"},
@@ -37,7 +45,14 @@ VARIANTS = {
     "lightgbm regression, rank, 1000 x 0.03": {**LGB, **BIGGER, "label": "rank"},
     "lambdarank, 300 x 0.1": LAMBDARANK,
     "lambdarank, 600 x 0.05": {**LAMBDARANK, **BIG},
-    "shipped default": load_model_config().params,
+    "shipped default": DEFAULT,
+    "shipped default, 127 leaves": {**DEFAULT, "num_leaves": 127},
+    "shipped default, 1200 x 0.05": {**DEFAULT, "n_estimators": 1200},
+    "shipped default, 1500 x 0.03, 127 leaves": {**DEFAULT, **BIGGER, "n_estimators": 1500},
+    "shipped default, 1000 x 0.03, 255 leaves": {**DEFAULT, **BIGGER, "num_leaves": 255},
+    "shipped default, bagging 0.8, columns 0.5": {**DEFAULT, "subsample": 0.8,
+                                                   "colsample_bytree": 0.5},
+    "shipped default, L2 1": {**DEFAULT, "reg_lambda": 1.0},
 }
 ENSEMBLE = "rank average of the shipped default and lambdarank 300 x 0.1"
 METRICS = ("pca", "top1", "top5")
@@ -45,6 +60,20 @@ METRICS = ("pca", "top1", "top5")
 
 def options(parser) -> None:
     parser.add_argument("--name", default="compare_configs", help="results file name")
+    parser.add_argument("--variants", default="", type=chosen, metavar="NAME;NAME...",
+                        help="only these variants, ';'-separated (default: all)")
+    parser.add_argument("--blocks", default=",".join(load_model_config().blocks),
+                        help="feature blocks, comma-separated (default: the shipped default's)")
+
+
+def chosen(text: str) -> dict:
+    """The variants named in ``text`` (';'-separated, in that order), or all of them."""
+    names = [n.strip() for n in text.split(";") if n.strip()] or list(VARIANTS)
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown variant {unknown[0]!r}; "
+                                         f"known: {'; '.join(VARIANTS)}")
+    return {n: VARIANTS[n] for n in names}
 
 
 def main() -> None:
@@ -55,12 +84,14 @@ def main() -> None:
         test = SplitSpec("by-task", 0.3, seed).test_mask(dataset)
         groups = r["group"][test].to_numpy()
         scores = {}
-        for name, params in VARIANTS.items():
+        for name, params in args.variants.items():
             model = GBCostRanker(**{**params, "random_state": seed}).fit(
                 fm.X[~test], r["label"][~test], groups=r["group"][~test])
             scores[name] = model.predict(fm.X[test])
-        scores[ENSEMBLE] = sum(pd.Series(scores[n]).groupby(groups).rank(pct=True).to_numpy()
-                               for n in ("shipped default", "lambdarank, 300 x 0.1"))
+        if {"shipped default", "lambdarank, 300 x 0.1"} <= set(scores):
+            scores[ENSEMBLE] = sum(
+                pd.Series(scores[n]).groupby(groups).rank(pct=True).to_numpy()
+                for n in ("shipped default", "lambdarank, 300 x 0.1"))
         for name, s in scores.items():
             results.setdefault(name, []).append(ranking_report(
                 r["latency"][test], s, r["group"][test], r["weight"][test]))
@@ -68,7 +99,7 @@ def main() -> None:
     rows = paired_rows(results, METRICS)
     print_table(rows)
     write_results(args.name, rows, dataset=args.dataset, test_fraction=0.3,
-                  seeds=args.seed_list)
+                  seeds=args.seed_list, blocks=args.blocks.split(","))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,9 @@ def test_shipped_configs_load_as_model_configs():
     assert (default.params["backend"], default.params["label"]) == ("lightgbm", "rank")
     assert load_model_config("xgboost").params["backend"] == "xgboost"
     assert load_model_config("lambdarank").params["objective"] == "lambdarank"
+    large = load_model_config("large")  # the default grown: same features and label
+    assert (large.blocks, large.params["label"]) == (default.blocks, "rank")
+    assert large.params["n_estimators"] > default.params["n_estimators"]
 
 
 def test_a_config_round_trips_through_its_dict():
