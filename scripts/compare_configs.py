@@ -60,13 +60,13 @@ METRICS = ("pca", "top1", "top5")
 
 def options(parser) -> None:
     parser.add_argument("--name", default="compare_configs", help="results file name")
-    parser.add_argument("--variants", default="", type=chosen, metavar="NAME;NAME...",
+    parser.add_argument("--variants", default="", type=named_variants, metavar="NAME;NAME...",
                         help="only these variants, ';'-separated (default: all)")
     parser.add_argument("--blocks", default=",".join(load_model_config().blocks),
                         help="feature blocks, comma-separated (default: the shipped default's)")
 
 
-def chosen(text: str) -> dict:
+def named_variants(text: str) -> dict:
     """The variants named in ``text`` (';'-separated, in that order), or all of them."""
     names = [n.strip() for n in text.split(";") if n.strip()] or list(VARIANTS)
     unknown = [n for n in names if n not in VARIANTS]

@@ -15,12 +15,14 @@ rules on those numbers, with no further training:
 
   score    the guard's per-group score: mean of PCA and top-1 (``pca+top1``, the default
            guard) or PCA alone (``pca``)
-  repeats  how many of the fold splits are averaged (1 = the guard as it is)
+  repeats  how many of the fold splits are averaged (1 = the guard)
   c        a candidate passes when its mean gain exceeds c standard errors
-  flipF    the guard as it is, except where the median shot group has F or more shots:
+  flipF    the rule above, except where the median shot group has F or more shots:
            there pooled retraining unless its gain lies more than one standard error below 0
   groups   within tasks, a group's two held-out halves averaged into one sample before the
-           standard error (the guard until 2026-12-05 counted each half as a sample)
+           standard error (the guard since 2026-12-05 is ``pca+top1 r1 c1 flip8 groups``;
+           the rules without ``groups`` replay the guard before it, which counted each half
+           as a sample)
 
 and, for every rule, the chosen model's paired test difference to the source model (mean and
 95% CI over draws per setting and K), how many (setting, K) cells have a PCA or a top-1 CI
@@ -98,10 +100,9 @@ def median_group(row) -> float:
 
 def choose(row, score, repeats, c, flip=0, groups=False) -> str:
     """The candidate a rule picks for one draw: of those whose mean gain over the held-out
-    (fold, group) pairs, as the guard counts them (each pair's differences averaged over the
-    first ``repeats`` splits that hold it out), exceeds c standard errors, the one with the
-    largest gain; else the source model. ``flip`` F > 0:
-    where the median group has F or more shots, pooled retraining unless its gain lies more
+    (fold, group) pairs, as the guard before 2026-12-05 counted them (each pair's differences
+    averaged over the first ``repeats`` splits that hold it out), exceeds c standard errors,
+    the one with the largest gain; else the source model. ``flip`` F > 0: where the median group has F or more shots, pooled retraining unless its gain lies more
     than one standard error below 0 (the burden of proof reversed once the shots are many).
     ``groups``: a group is one sample within tasks too (its two halves averaged)."""
     metrics = SCORES[score]
@@ -113,8 +114,8 @@ def choose(row, score, repeats, c, flip=0, groups=False) -> str:
             for key in sorted(set(base) & set(mine)):
                 values = [mine[key][m] - base[key][m] for m in metrics]
                 if all(np.isfinite(values)):
-                    # within tasks a (fold, group) pair is a sample, as the guard counts it;
-                    # by task a group is held out once per split, in either fold
+                    # within tasks a (fold, group) pair is a sample unless ``groups`` (the
+                    # guard since 2026-12-05); by task a group is held out once per split
                     sample = key if row["within"] and not groups else key.split("|", 1)[1]
                     per_group.setdefault(sample, []).append(np.mean(values))
         diff = np.array([np.mean(v) for v in per_group.values()])

@@ -147,7 +147,8 @@ def guard_checks(model: SavedModel, source: Dataset, target: Dataset, shots: np.
     source model inside the shots: the paired per-group differences of the mean of pairwise
     accuracy and top-1 (:data:`GUARD_METRICS`) on the held-out folds (:func:`cross_validate`;
     the source model scored once for all; a group held out in both folds, as within tasks,
-    averaged into one sample) have a mean above one standard error. Too few shots
+    averaged into one sample, as is a group split by program where the target has a single
+    task) have a mean above one standard error. Too few shots
     or groups to tell, or a candidate whose adaptation raises: not adapted. ``stop(name,
     check)`` true ends the checks there: the configs after it are not cross-validated.
 
