@@ -136,7 +136,8 @@ def summarize(runs, repeats) -> tuple[list[dict], list[dict]]:
     rules = [(*rule, 0, False) for rule in itertools.product(SCORES, range(1, repeats + 1),
                                                               (0.0, 0.5, 1.0))]
     rules += [("pca+top1", 1, 1.0, flip, False) for flip in (8, 16)]
-    rules += [("pca+top1", 1, c, flip, True) for c, flip in ((1.0, 0), (0.5, 0), (1.0, 8))]
+    rules += [("pca+top1", 1, c, flip, True) for c, flip in ((1.0, 0), (0.5, 0), (1.0, 8),
+                                                            (1.0, 4))]
     by_cell: dict = {}
     for run in runs:
         by_cell.setdefault((run["setting"], run["k"]), []).append(run)
