@@ -48,7 +48,7 @@ VARIANTS = {
     "shipped default": DEFAULT,
     "shipped default, 127 leaves": {**DEFAULT, "num_leaves": 127},
     "shipped default, 1200 x 0.05": {**DEFAULT, "n_estimators": 1200},
-    "shipped default, 1500 x 0.03, 127 leaves": {**DEFAULT, **BIGGER, "n_estimators": 1500},
+    "shipped default, 1500 x 0.03, 127 leaves": load_model_config("large").params,
     "shipped default, 1000 x 0.03, 255 leaves": {**DEFAULT, **BIGGER, "num_leaves": 255},
     "shipped default, bagging 0.8, columns 0.5": {**DEFAULT, "subsample": 0.8,
                                                    "colsample_bytree": 0.5},
