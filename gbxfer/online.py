@@ -14,15 +14,18 @@ task's latest ``window`` rounds best *before they were seen*: each round is scor
 predictions the two models made before they were refitted on it (prequential pairwise accuracy,
 pairs within one round). Ties keep the smaller weight: for each task the prior leads until the
 run's own model ranks that task's new measurements better, and gives way as soon as it does. A
-task not measured yet is ranked by the refined prior (the session model knows nothing of it),
-unless the refined prior has ranked the run's rounds so far no better than chance (prequential
-pairwise accuracy <= 0.5 over every round): then its first round is drawn at random, which
-finds better programs than a misleading prior and teaches the session model more. Without a prior (a cold start) the scores are random until
+task not measured yet is ranked by the refined prior (the session model knows nothing of it).
+Until 2026-12-05 its first round was drawn at random once the refined prior had ranked the
+run's rounds no better than chance: in tuning runs that check fired on noise and cost more than
+it found (docs/benchmarks.md, ``scripts/explore_tasks.py``). Without a
+prior (a cold start) the scores are random until
 ``min_samples`` measurements, then the session model's.
 
-``mode`` selects an ablation: ``blend`` (the default), ``refine`` (``w = 0`` always: gbxfer's
-update before 2026-12-02), ``session`` (a task's first round by the prior, then ``w = 1``) and
-``prior`` (never updated).
+``mode`` selects an ablation: ``blend`` (the default), ``local`` (``blend`` with both models
+fitted per task on that task's measurements alone, as a run tuning only that task would fit
+them; a task not measured yet is ranked by the prior as it was before the run), ``refine``
+(``w = 0`` always: gbxfer's update before 2026-12-02), ``session`` (a task's first round by the
+prior, then ``w = 1``) and ``prior`` (never updated).
 """
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ from .model import GBCostRanker, SavedModel
 from .model._ranker import paired
 
 WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
-MODES = ("blend", "refine", "session", "prior")
+MODES = ("blend", "local", "refine", "session", "prior")
 
 
 def batch_ranks(scores: np.ndarray) -> np.ndarray:
@@ -67,7 +70,7 @@ class OnlineModel:
     columns : list of str
         The feature columns of the rows given to :meth:`score` and :meth:`observe` (the prior's
         own when there is one).
-    mode : {"blend", "refine", "session", "prior"}
+    mode : {"blend", "local", "refine", "session", "prior"}
     update_trees : int
         Trees the refined model adds to the prior, refitted after every round.
     session_trees : int
@@ -91,6 +94,7 @@ class OnlineModel:
         self.min_samples, self.window, self.seed = min_samples, window, seed
         self.rng = np.random.default_rng(seed)
         self.refined, self.session = prior, None
+        self.local: dict[str, tuple] = {}  # mode "local": task -> (refined, session)
         self.weight: dict[str, float] = {}  # the session model's weight, per task
         # the run's valid measurements, one row each, with the round they came in and the
         # scores the two models gave them before seeing them
@@ -100,13 +104,17 @@ class OnlineModel:
         self.rounds: list[int] = []
         self.seen: list[tuple[float, float]] = []
         self.weights: list[tuple[str, float]] = []  # (task, weight) chosen after each round
-        self.prior_accuracy = float("nan")  # the refined prior's prequential PCA so far
 
     # ----------------------------------------------------------------- scoring
-    def _raw(self, X) -> tuple:
-        refined = None if self.refined is None else self.refined.predict(X, self.columns)
-        session = None if self.session is None else self.session.predict(X, self.columns)
-        return refined, session
+    def models(self, group: str) -> tuple:
+        """The (refined, session) models that score task ``group``."""
+        if self.mode == "local":
+            return self.local.get(str(group), (self.prior, None))
+        return self.refined, self.session
+
+    def _raw(self, X, group: str) -> tuple:
+        return tuple(None if model is None else model.predict(X, self.columns)
+                     for model in self.models(group))
 
     def weight_of(self, group: str) -> float:
         """The session model's weight in the scores of task ``group``."""
@@ -116,10 +124,8 @@ class OnlineModel:
         """Scores in [0, 1] of one batch of candidates of task ``group`` (features ``X``),
         higher = faster."""
         X = np.asarray(X, dtype=float)
-        refined, session = self._raw(X)
-        if refined is None and session is None or (
-                self.mode == "blend" and str(group) not in set(self.groups)
-                and self.prior_accuracy <= 0.5):
+        refined, session = self._raw(X, group)
+        if refined is None and session is None:
             return self.rng.random(len(X))
         return blend(refined, session, self.weight_of(group))
 
@@ -132,7 +138,7 @@ class OnlineModel:
         if not ok.any():
             return
         X, costs = X[ok], costs[ok]
-        refined, session = self._raw(X)
+        refined, session = self._raw(X, group)
         nan = np.full(len(X), np.nan)
         self.seen += list(zip(nan if refined is None else refined,
                               nan if session is None else session))
@@ -149,39 +155,46 @@ class OnlineModel:
         X, costs, groups = np.array(self.X), np.array(self.costs), np.array(self.groups)
         if not paired(groups).any():  # one measurement per task: nothing to rank yet
             return
+        if self.mode != "local":
+            self.refined, self.session = self._fitted(X, costs, groups)
+        else:  # the task just measured (all of them when restoring), on its own measurements
+            for g in [group] if group is not None else sorted(set(self.groups)):
+                rows = groups == g
+                if rows.sum() > 1:
+                    self.local[g] = self._fitted(X[rows], costs[rows], groups[rows])
+        # the task just measured, and any measured before the models existed
+        for g in sorted({group} - {None} | set(self.groups) - set(self.weight)):
+            self.weight[g] = self.choose_weight(g)
+            self.weights.append((g, self.weight[g]))
+
+    def _fitted(self, X, costs, groups) -> tuple:
+        """The (refined, session) models fitted on these measurements, as the mode has them."""
         best = {g: costs[groups == g].min() for g in np.unique(groups)}
         label = np.array([best[g] for g in groups]) / costs
         params = dict(self.prior.ranker.get_params()) if self.prior is not None else {}
         # leaves small enough for a run's few measurements
         params.update(random_state=self.seed, min_child_samples=min(
             params.get("min_child_samples", 20), max(2, len(costs) // 10)))
-        if self.mode in ("blend", "session") or self.prior is None:
+        refined, session = self.prior, None
+        if self.mode in ("blend", "local", "session") or self.prior is None:
             ranker = GBCostRanker(**{**params, "n_estimators": self.session_trees}).fit(
                 X, label, groups=groups)
-            self.session = SavedModel(ranker, self.columns, extra={"online": "session"})
-        if self.prior is not None and self.mode in ("blend", "refine"):
+            session = SavedModel(ranker, self.columns, extra={"online": "session"})
+        if self.prior is not None and self.mode in ("blend", "local", "refine"):
             prior = self.prior
             ranker = GBCostRanker(**{**params, "n_estimators": self.update_trees}).fit(
                 prior.transform(X, self.columns), label, groups=groups,
                 init_model=prior.ranker.booster_)
-            self.refined = SavedModel(ranker, prior.columns, extra={"online": "refined"},
-                                      gate=prior.gate, partner=prior.partner)  # a blend's too
-        seen = np.array(self.seen, dtype=float).reshape(-1, 2)[:, 0]
-        if np.isfinite(seen).any():
-            rows = np.isfinite(seen)
-            self.prior_accuracy = pairwise_accuracy(np.array(self.costs)[rows], seen[rows],
-                                                    np.array(self.rounds)[rows])
-        # the task just measured, and any measured before the models existed
-        for g in sorted({group} - {None} | set(self.groups) - set(self.weight)):
-            self.weight[g] = self.choose_weight(g)
-            self.weights.append((g, self.weight[g]))
+            refined = SavedModel(ranker, prior.columns, extra={"online": "refined"},
+                                 gate=prior.gate, partner=prior.partner)  # a blend's too
+        return refined, session
 
     def choose_weight(self, group: str) -> float:
         """The session model's weight for the next round of task ``group`` (see the module
         docstring)."""
         if self.refined is None or self.mode == "session":
             return 1.0
-        if self.mode != "blend":
+        if self.mode not in ("blend", "local"):
             return 0.0
         seen = np.array(self.seen, dtype=float).reshape(-1, 2)
         rounds = np.array(self.rounds)
@@ -222,5 +235,5 @@ class OnlineModel:
         self.seen = [tuple(s) for s in state["seen"]] if "seen" in state else \
             [(np.nan, np.nan)] * n
         self.refined, self.session, self.weight, self.weights = self.prior, None, {}, []
-        self.prior_accuracy = float("nan")
+        self.local = {}
         self._fit(None)

@@ -48,28 +48,63 @@ from _results import RESULTS, print_table, write_results
 
 from gbxfer import Dataset, SplitSpec, ingest, load_dataset
 from gbxfer.features import build
-from gbxfer.model import load_model_config
+from gbxfer.model import SavedModel, load_model_config
+from gbxfer.metrics import pairwise_accuracy
 from gbxfer.online import OnlineModel
+from gbxfer.records.dataset import BUNDLED
 from gbxfer.training import train
 
+PRETRAINED = BUNDLED.parent / "pretrained"  # the model gbxfer tune uses by default
+
 ARMS = ("blend", "refine", "session", "prior", "cold", "random")
+EXTRA_ARMS = ("blend-random-start",)  # asked for by name only
+
+
+def prior_accuracy(model: OnlineModel) -> float:
+    """The refined prior's prequential pairwise accuracy over a run's rounds so far (each round
+    scored before it was seen); NaN before any."""
+    seen = np.array(model.seen, dtype=float).reshape(-1, 2)[:, 0]
+    rows = np.isfinite(seen)
+    return pairwise_accuracy(np.array(model.costs)[rows], seen[rows],
+                             np.array(model.rounds)[rows]) if rows.any() else float("nan")
+
+
+class RandomStart(OnlineModel):
+    """``blend`` as it was until 2026-12-05: once the models exist and the refined prior has
+    ranked the run's rounds no better than chance, a task not measured yet is scored at
+    random."""
+
+    def score(self, X, group):
+        if self.refined is not self.prior and str(group) not in set(self.groups) \
+                and prior_accuracy(self) <= 0.5:
+            return self.rng.random(len(X))
+        return super().score(X, group)
 EPSILON = 0.05
 
 
+def big(dataset, n=500):
+    """The records of the tasks with at least ``n`` of them."""
+    sizes = dataset.records.groupby("task_key").size()
+    return dataset.select(dataset.records["task_key"].isin(sizes[sizes >= n].index).to_numpy())
+
+
 def settings(which):
-    """(name, source, target, batch, rounds per task) of every replay to run."""
+    """(name, source, target, batch, rounds per task) of every replay to run; a source of
+    ``None``: the shipped pretrained model is the prior."""
+    out = []
+    if "resnet50" in which:  # tasks of a network outside the suite, on a machine it trained on
+        runs = sorted((RESULTS / "bench_onnx_zen4").glob("resnet50-seed*/*/metaschedule"))
+        measured = ingest(runs, hardware=("zen4-avx512-1t", "x86-avx512"),
+                          machine="AMD EPYC (zen4)").filter(valid=True)
+        out.append(("pretrained -> ResNet-50 on the Zen 4", None, big(measured, 200), 16, 6))
+    if not set(which) - {"resnet50"}:
+        return out
     ansor = SHARED / "bennu-ansor"
     if not ansor.exists():
         raise SystemExit(f"{ansor} is missing: this benchmark needs the shared Ansor logs")
     machines = {n: ingest([ansor / n]).filter(valid=True)
                 for n in ("gpu_a100", "gpu_rtx3080", "cpu_x86")}
 
-    def big(dataset, n=500):
-        sizes = dataset.records.groupby("task_key").size()
-        return dataset.select(dataset.records["task_key"].isin(sizes[sizes >= n].index)
-                              .to_numpy())
-
-    out = []
     if "gpus" in which:
         out += [("RTX 3080 -> A100", machines["gpu_rtx3080"], big(machines["gpu_a100"]), 8, 8),
                 ("A100 -> RTX 3080", machines["gpu_a100"], big(machines["gpu_rtx3080"]), 8, 8)]
@@ -105,8 +140,9 @@ def replay(arm, prior, columns, pools, batch, rounds, seed) -> np.ndarray:
     rng = np.random.default_rng(seed)
     model = None
     if arm != "random":
-        mode = "session" if arm == "cold" else arm
-        model = OnlineModel(None if arm == "cold" else prior, columns, mode, seed=seed)
+        mode = {"cold": "session", "blend-random-start": "blend"}.get(arm, arm)
+        kind = RandomStart if arm == "blend-random-start" else OnlineModel
+        model = kind(None if arm == "cold" else prior, columns, mode, seed=seed)
     left = [np.ones(len(latency), bool) for _, latency in pools]
     curve = np.empty((2, rounds, len(pools)))
     for r in range(rounds):
@@ -195,8 +231,9 @@ def main() -> None:
     rows, timing = [], {}
     for name, source, target, batch, rounds in settings(args.settings.split(",")):
         start = time.perf_counter()
-        prior = train(source, config, seed=0)
-        fm = build(target, list(config.blocks))
+        prior = train(source, config, seed=0) if source is not None else \
+            SavedModel.load(PRETRAINED)
+        fm = build(target, list(prior.blocks))
         curves = {arm: [] for arm in arms}
         for seed in range(args.seeds):
             pools = pools_of(fm, seed)

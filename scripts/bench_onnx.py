@@ -2,7 +2,8 @@
 
     python scripts/bench_onnx.py [--models resnet50,bert] [--minutes 60] [--points 15,30,60]
                                  --hardware PROFILE [--seed 0] [--repeats 15] [--jobs 1]
-                                 [--population N] [--work DIR] [--bert-layers 12]
+                                 [--population N] [--online MODE] [--work DIR]
+                                 [--bert-layers 12]
                                  [--name bench_onnx]
 
 Builds two real architectures as ONNX graphs in code, with seeded random weights (latency does
@@ -193,6 +194,10 @@ def tune_run(model_path: Path, method: str, args, out: Path) -> dict:
         if method == "gbxfer" and population != args.population:
             raise SystemExit(f"{out} was tuned with --population {population}, not "
                              f"{args.population}: give another --work")
+        online = summary.get("online", {}).get("mode", "blend")
+        if method == "gbxfer" and online != args.online:
+            raise SystemExit(f"{out} was tuned with --online {online}, not {args.online}: "
+                             "give another --work")
         return summary
     if out.exists():  # a run killed midway starts again
         import shutil
@@ -202,7 +207,7 @@ def tune_run(model_path: Path, method: str, args, out: Path) -> dict:
                args.hardware, "--minutes", str(args.minutes), "--cost-model", method,
                "--seed", str(args.seed), "--jobs", str(args.jobs), "--out", str(out)]
     if method == "gbxfer":
-        command[-2:-2] = ["--population", str(args.population)]
+        command[-2:-2] = ["--population", str(args.population), "--online", args.online]
     print("$", " ".join(command), flush=True)
     subprocess.run(command, check=False)  # outputs beyond tolerance exit 2, summary written
     if not (out / "summary.json").exists():
@@ -415,6 +420,8 @@ def main() -> None:
     parser.add_argument("--population", type=int,
                         help="gbxfer tune --population for gbxfer's run (default: gbxfer "
                              "tune's; XGBModel's: 512)")
+    parser.add_argument("--online", default="blend",
+                        help="gbxfer tune --online for gbxfer's run (default: blend)")
     parser.add_argument("--bert-layers", type=int, default=12)
     parser.add_argument("--work", type=Path, default=RESULTS / "bench_onnx")
     parser.add_argument("--name", default="bench_onnx")
@@ -463,7 +470,7 @@ def main() -> None:
                 f"{args.minutes:g} min; it ends at {entry['ends_at_over_onnxruntime']:.3g}x")
         write_results(args.name, rows, minutes=args.minutes, points=args.points,
                       hardware=args.hardware, repeats=args.repeats, jobs=args.jobs,
-                      population=args.population, cpu=cpu,
+                      population=args.population, online=args.online, cpu=cpu,
                       matches_onnxruntime=matches)
         plot(rows, RESULTS / f"{args.name}.png")
 

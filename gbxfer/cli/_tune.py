@@ -76,9 +76,10 @@ def add_parser(verbs, common):
     p.add_argument("--online", choices=MODES, default="blend",
                    help="how the run's measurements update the gbxfer model: blend (default: "
                         "the model refined on them, blended with a model of them alone by "
-                        "which ranked the latest rounds better), refine (the model refined "
-                        "only), session (their own model after a task's first round), prior "
-                        "(never updated)")
+                        "which ranked the latest rounds better), local (blend, both models "
+                        "fitted per task on that task's measurements alone), refine (the "
+                        "model refined only), session (their own model after a task's first "
+                        "round), prior (never updated)")
     p.add_argument("--input-shape", type=input_shape_option, action="append",
                    metavar="NAME=D1,D2,...",
                    help="with --onnx: the shape of input NAME, fixing its dynamic dimensions "

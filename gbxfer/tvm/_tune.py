@@ -231,7 +231,7 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
          seed: int = 0, trials_per_iter: int = 16, weights=None, progress: bool = True,
          repeats: int = 3, min_repeat_ms: int = 40, population: int | None = None,
          minutes: float | None = None, build_timeout: float = BUILD_TIMEOUT,
-         jobs: int = 1) -> TuneResult:
+         jobs: int = 1, explore: float = 0.05) -> TuneResult:
     """Tune ``tasks`` (suite :class:`Task` s, or the ``ExtractedTask`` s of
     ``ms.relax_integration.extract_tasks``) on ``profile`` for ``trials`` measurements in all,
     or (``trials=None``) for ``minutes`` of wall clock from the start of MetaSchedule's tuning
@@ -244,7 +244,10 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
     128 with a :class:`~gbxfer.tvm.GbxferCostModel` and ``minutes``, else MetaSchedule's 512).
     ``jobs``: the search's threads and the builder's workers (which live across batches); more
     than one (``gbxfer tune``'s default: the usable cores) makes the search's draws depend on
-    the threads' timing."""
+    the threads' timing. ``explore``: the share of each round's measurements drawn at random
+    from the search's freshly sampled programs instead of picked by the cost model (the
+    evolutionary search's epsilon-greedy, rounded down: the default, MetaSchedule's 0.05, draws
+    none of a 16-program round)."""
     if (trials is None) == (minutes is None):
         raise ValueError("give exactly one budget: trials or minutes")
     budget = TimeBudget(minutes if minutes is not None else math.inf)
@@ -262,7 +265,8 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
     import_tensor_intrinsics()
 
     def search():
-        evolutionary = ms.search_strategy.EvolutionarySearch(population_size=population)
+        evolutionary = ms.search_strategy.EvolutionarySearch(population_size=population,
+                                                             eps_greedy=explore)
         return TimeBudgetSearch(evolutionary, budget)
 
     contexts = [ms.TuneContext(mod=mod, target=target, space_generator="post-order-apply",

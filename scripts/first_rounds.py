@@ -1,0 +1,92 @@
+"""How each task of a tuned ONNX network began: its first round, what the online model knew
+then, and where the task ended against XGBModel's run.
+
+    python scripts/first_rounds.py --work scripts/results/bench_onnx_zen4/resnet50-seed1
+                                   [--method gbxfer] [--name NAME]
+
+--work is a run folder of ``scripts/bench_onnx.py`` holding a gbxfer run (--method) and an
+XGBModel run (``xgb``). The gbxfer run's measurements are fed, in the order measured, to
+:class:`gbxfer.online.OnlineModel` (the shipped pretrained model, ``blend``, as ``gbxfer tune``
+updates it). Before each task's first round it reports the refined prior's prequential pairwise
+accuracy over the rounds so far (``prior_accuracy``: what the online blend checked before
+2026-12-05, when <= 0.5 drew a new task's first round at random; computed here as it was, from
+the predictions the refined prior made before each round was seen), and, per task, the best
+latency of its first round and of the whole run (tuning's own timings), XGBModel's best in its
+run, and their ratio; and each run's weighted latency at its end. Results:
+scripts/results/<name>.{json,csv} (name: first_rounds_<work folder>_<run folder>).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+from _results import print_table, write_results
+from bench_online import prior_accuracy
+
+from gbxfer import ingest
+from gbxfer.features import build
+from gbxfer.hardware import load_profile
+from gbxfer.model import SavedModel
+from gbxfer.online import OnlineModel
+from gbxfer.records.dataset import BUNDLED
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--work", type=Path, required=True)
+    parser.add_argument("--method", default="gbxfer")
+    parser.add_argument("--name")
+    args = parser.parse_args()
+    machine = json.loads((args.work / "machine.json").read_text())
+    profile = load_profile(machine["hardware"])
+    where = dict(hardware=(profile.name, profile.family), machine=profile.machine)
+    prior = SavedModel.load(BUNDLED.parent / "pretrained")
+    run = ingest([args.work / args.method / "metaschedule"], **where)
+    fm = build(run, list(prior.blocks))
+    describe = run.tasks.set_index("task_key")["description"]
+    records = fm.records.reset_index(drop=True)  # in the order measured
+    xgb = ingest([args.work / "xgb" / "metaschedule"], **where).filter(valid=True).records
+    xgb_best = xgb.groupby("task_key")["latency"].min()
+    model = OnlineModel(prior, fm.columns, "blend")
+    keys, latency = records["task_key"].to_numpy(), records["latency"].to_numpy(float)
+    valid = records["valid"].to_numpy(bool)
+    rows, order = {}, 0
+    start = 0
+    while start < len(records):  # one round: consecutive records of one task
+        end = start + 1
+        while end < len(records) and keys[end] == keys[start]:
+            end += 1
+        key = keys[start]
+        if key not in rows:
+            order += 1
+            rows[key] = {
+                "order": order, "task": str(key)[-6:],
+                "prior_accuracy": round(prior_accuracy(model), 3),
+                "first_round_ms": 1e3 * np.nanmin(np.where(valid[start:end],
+                                                           latency[start:end], np.nan))
+                if valid[start:end].any() else float("nan")}
+        costs = np.where(valid[start:end], latency[start:end], np.nan)
+        model.observe(fm.X[start:end], costs, key)
+        start = end
+    for key, row in rows.items():
+        mine = latency[(keys == key) & valid]
+        row["programs"] = int(len(mine))
+        row["best_ms"] = 1e3 * float(mine.min()) if len(mine) else float("nan")
+        row["xgb_best_ms"] = 1e3 * float(xgb_best.get(key, np.nan))
+        row["best_over_xgb"] = row["best_ms"] / row["xgb_best_ms"]
+        row["description"] = str(describe.get(key, ""))[:48]
+    table = list(rows.values())
+    print_table(table)
+    weighted = {method: 1e3 * json.loads((args.work / method / "summary.json").read_text())[
+        "weighted_latency"] for method in (args.method, "xgb")}
+    print("weighted latency at the end of each run (tuning's own timings, ms): " +
+          ", ".join(f"{method} {value:.2f}" for method, value in weighted.items()))
+    name = args.name or f"first_rounds_{args.work.parent.name}_{args.work.name}"
+    write_results(name, table, work=str(args.work), method=args.method,
+                  weighted_latency_ms=weighted)
+
+
+if __name__ == "__main__":
+    main()
