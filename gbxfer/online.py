@@ -16,10 +16,10 @@ pairs within one round). Ties keep the smaller weight: for each task the prior l
 run's own model ranks that task's new measurements better, and gives way as soon as it does. A
 task not measured yet is ranked by the refined prior (the session model knows nothing of it).
 Until 2026-12-05 its first round was drawn at random once the refined prior had ranked the
-run's rounds no better than chance: in tuning runs that check fired on noise and cost more than
-it found (docs/benchmarks.md, ``scripts/explore_tasks.py``). Without a
-prior (a cold start) the scores are random until
-``min_samples`` measurements, then the session model's.
+run's rounds no better than chance; in a ResNet-50 run that check fired on a reduction whose
+programs all ran alike, and tuned again without it the run ended level (docs/benchmarks.md,
+``scripts/first_rounds.py``). Without a prior (a cold start) the scores are random until
+``min_samples`` measurements (in mode ``local``: of the task), then the session model's.
 
 ``mode`` selects an ablation: ``blend`` (the default), ``local`` (``blend`` with both models
 fitted per task on that task's measurements alone, as a run tuning only that task would fit
@@ -160,7 +160,7 @@ class OnlineModel:
         else:  # the task just measured (all of them when restoring), on its own measurements
             for g in [group] if group is not None else sorted(set(self.groups)):
                 rows = groups == g
-                if rows.sum() > 1:
+                if rows.sum() >= self.min_samples:  # as a run of that task alone would
                     self.local[g] = self._fitted(X[rows], costs[rows], groups[rows])
         # the task just measured, and any measured before the models existed
         for g in sorted({group} - {None} | set(self.groups) - set(self.weight)):

@@ -1,7 +1,7 @@
 """Online updates in a replayed search on a machine outside the prior's training data.
 
-    python scripts/bench_online.py [--seeds 5] [--settings gpus,cpus,zen3,zen4,xeon] [--arms ...]
-                                   [--config NAME]
+    python scripts/bench_online.py [--seeds 5] [--settings gpus,cpus,zen3,zen4,xeon,resnet50]
+                                   [--arms ...] [--config NAME] [--name NAME]
 
 A tuning run's cost model ranks candidates, the best are measured, and the measurements update
 it (gbxfer.online.OnlineModel, as GbxferCostModel.update does inside MetaSchedule). Here the
@@ -15,7 +15,7 @@ not MetaSchedule's evolutionary search: it measures how fast each update rule le
 data take over from a prior that is wrong for the machine, not absolute tuning speed.
 
 Settings (the prior: the default model config, or --config, trained, seed 0, on the source's
-valid records; the target machine is never in its training data):
+valid records; the target machine is never in its training data, except in ``resnet50``):
 
   RTX 3080 -> A100, A100 -> RTX 3080   the shared Ansor GPU logs (tasks with >= 500 programs)
   bundled -> Ansor x86                 the bundled data -> the x86 CPU of the Ansor logs
@@ -25,12 +25,17 @@ valid records; the target machine is never in its training data):
                                        the tasks -> those tasks on zen4-avx512-1t (rounds of 4)
   Zen 3 + Zen 4 -> Xeon, unseen tasks  (``xeon``) the bundled AMD CPUs without a by-task 30% of
                                        the tasks -> those tasks on spr-avx512-1t (rounds of 4)
+  pretrained -> ResNet-50 on the Zen 4 (``resnet50``) the shipped pretrained model -> the
+                                       programs bench_onnx.py's ResNet-50 runs measured on the
+                                       Zen 4 (bench_onnx_zen4/, tasks with >= 200; rounds of 16)
 
 Arms (gbxfer.online modes): ``blend`` (the default since 2026-12-02), ``refine`` (the update
 before it: the prior boosted 20 trees further on the run's data), ``session`` (the prior for
 the first round, then a model of the run's data alone), ``prior`` (never updated), ``cold``
 (no prior: random until 16 measurements, then the run's data alone, as TVM's XGBModel) and
-``random``. Reported per setting and trials: the geometric mean over tasks of best found /
+``random``; by name only, ``local`` (blend with per-task models) and ``blend-random-start``
+(blend as it was until 2026-12-05, when a new task's first round was drawn at random once the
+refined prior had ranked the run's rounds no better than chance). Reported per setting and trials: the geometric mean over tasks of best found /
 pool best, the share of the pool faster than the best found (0: found the pool's best; the
 Ansor pools are narrow, most programs within 1.2x of the best, so the share tells arms apart
 where the ratio cannot), mean and 95% CI over seeds, and blend's paired difference in that
@@ -56,8 +61,8 @@ from gbxfer.training import train
 
 PRETRAINED = BUNDLED.parent / "pretrained"  # the model gbxfer tune uses by default
 
-ARMS = ("blend", "refine", "session", "prior", "cold", "random")
-EXTRA_ARMS = ("blend-random-start",)  # asked for by name only
+ARMS = ("blend", "refine", "session", "prior", "cold", "random")  # the default --arms
+EXTRA_ARMS = ("local", "blend-random-start")  # asked for by name only
 
 
 def prior_accuracy(model: OnlineModel) -> float:
@@ -79,6 +84,8 @@ class RandomStart(OnlineModel):
                 and prior_accuracy(self) <= 0.5:
             return self.rng.random(len(X))
         return super().score(X, group)
+
+
 EPSILON = 0.05
 
 
@@ -227,12 +234,16 @@ def main() -> None:
     parser.add_argument("--config", help="the prior's model config (default: the default one)")
     args = parser.parse_args()
     arms = args.arms.split(",")
+    unknown = sorted(set(arms) - set(ARMS) - set(EXTRA_ARMS))
+    if unknown:
+        parser.error(f"unknown arm {unknown[0]!r}; known: {', '.join(ARMS + EXTRA_ARMS)}")
     config = load_model_config(args.config)
-    rows, timing = [], {}
+    rows, timing, pretrained = [], {}, []
     for name, source, target, batch, rounds in settings(args.settings.split(",")):
         start = time.perf_counter()
         prior = train(source, config, seed=0) if source is not None else \
             SavedModel.load(PRETRAINED)
+        pretrained += [name] if source is None else []
         fm = build(target, list(prior.blocks))
         curves = {arm: [] for arm in arms}
         for seed in range(args.seeds):
@@ -246,7 +257,8 @@ def main() -> None:
                                                                    rounds * batch)])
         rows += part
     write_results(args.name, rows, seeds=args.seeds, epsilon=EPSILON, seconds=timing,
-                  config=config.source)
+                  config=config.source,
+                  pretrained_prior=pretrained)
     plot(rows, RESULTS / f"{args.name}.png")
     print(f"results: {RESULTS / args.name}.json")
 

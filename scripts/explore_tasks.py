@@ -3,16 +3,19 @@ search stalled, tuned alone with and without random picks in every round.
 
     python scripts/explore_tasks.py --work scripts/results/bench_onnx_zen4/resnet50-seed1
         --hardware zen4-avx512-1t --tasks NAME[,NAME...] [--trials 192] [--seeds 0,1]
-        [--explore 0,0.25] [--xgb] [--population 128] [--jobs 2] [--name explore_tasks]
+        [--explore 0,0.25] [--xgb] [--population 128] [--jobs 2] [--report-only]
+        [--name explore_tasks]
 
 --work is a run folder of ``scripts/bench_onnx.py`` (its ONNX model); --tasks are names of
 that network's tasks as MetaSchedule extracts them (e.g. ``fused_conv2d22_add13_relu10``).
 Each task is tuned alone for --trials trials, 16 a round, by the gbxfer cost model (pretrained,
 online updates, --population) once per --explore share (``tune(explore=...)``: that share of
-every round drawn at random from the search's freshly sampled programs; 0 is gbxfer's
-default) and, with --xgb, by TVM's XGBModel (MetaSchedule's population, 512), for every seed.
+every round drawn at random from the search's freshly sampled programs, rounded down; 0 draws
+none, as ``gbxfer tune``'s 0.05 does of a 16-program round; the first share is the baseline of
+the ratios) and, with --xgb, by TVM's XGBModel (MetaSchedule's population, 512), for every seed.
 Runs are interleaved (seed, task, method) and saved as they finish under
-scripts/results/<name>/, so the script stops and continues. Run on an idle machine (it
+scripts/results/<name>/, so the script stops and continues (a saved run tuned with other
+--trials, --population or --hardware stops it). Run on an idle machine (it
 measures). Report: each method's best latency at 32/64/128/--trials trials (median over
 seeds), its ratio to gbxfer's default at the end (geometric mean over seeds) and the
 geometric mean over tasks; scripts/results/<name>.{json,csv,png}.
@@ -52,7 +55,8 @@ def run_one(task, method: str, seed: int, profile, trials: int, population: int,
     result.curve.to_csv(partial / "curve.csv", index=False)
     (partial / "done.json").write_text(json.dumps({
         "seconds": result.seconds, "trials": int(result.curve["trials"].max()),
-        "population": population, "explore": explore}))
+        "budget": trials, "population": population, "explore": explore,
+        "hardware": profile.name}))
     partial.rename(out)
 
 
@@ -99,7 +103,14 @@ def main() -> None:
             for name in names:
                 for method in methods:
                     out = runs / name / f"{method}-seed{seed}"
-                    if not out.exists():
+                    if out.exists():
+                        done = json.loads((out / "done.json").read_text())
+                        wanted = {"budget": args.trials, "hardware": profile.name,
+                                  "population": 512 if method == "xgb" else args.population}
+                        if any(done.get(k, v) != v for k, v in wanted.items()):
+                            raise SystemExit(f"{out} was tuned with {done}, not {wanted}: "
+                                             "give another --name")
+                    else:
                         print(f"tuning {name} with {method}, seed {seed}", flush=True)
                         run_one(tasks[name], method, seed, profile, args.trials,
                                 args.population, args.jobs, out)

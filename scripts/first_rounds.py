@@ -5,12 +5,13 @@ then, and where the task ended against XGBModel's run.
                                    [--method gbxfer] [--name NAME]
 
 --work is a run folder of ``scripts/bench_onnx.py`` holding a gbxfer run (--method) and an
-XGBModel run (``xgb``). The gbxfer run's measurements are fed, in the order measured, to
-:class:`gbxfer.online.OnlineModel` (the shipped pretrained model, ``blend``, as ``gbxfer tune``
-updates it). Before each task's first round it reports the refined prior's prequential pairwise
+XGBModel run (``xgb``). The gbxfer run's measurements are fed, round by round as its curve records them, to
+:class:`gbxfer.online.OnlineModel` (the shipped pretrained model, with the run's ``--online``
+mode and seed, as ``gbxfer tune`` updated it). Before each task's first round it reports the refined prior's prequential pairwise
 accuracy over the rounds so far (``prior_accuracy``: what the online blend checked before
 2026-12-05, when <= 0.5 drew a new task's first round at random; computed here as it was, from
-the predictions the refined prior made before each round was seen), and, per task, the best
+the predictions the refined prior made before each round was seen; ``random_start_before``: the
+check would have fired), and, per task, the best
 latency of its first round and of the whole run (tuning's own timings), XGBModel's best in its
 run, and their ratio; and each run's weighted latency at its end. Results:
 scripts/results/<name>.{json,csv} (name: first_rounds_<work folder>_<run folder>).
@@ -22,6 +23,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from _results import print_table, write_results
 from bench_online import prior_accuracy
 
@@ -49,27 +51,32 @@ def main() -> None:
     records = fm.records.reset_index(drop=True)  # in the order measured
     xgb = ingest([args.work / "xgb" / "metaschedule"], **where).filter(valid=True).records
     xgb_best = xgb.groupby("task_key")["latency"].min()
-    model = OnlineModel(prior, fm.columns, "blend")
+    argv = json.loads((args.work / args.method / "summary.json").read_text())["command"][
+        "argv"].split()
+    option = {name: argv[argv.index(name) + 1] for name in ("--seed", "--online")
+              if name in argv}
+    model = OnlineModel(prior, fm.columns, option.get("--online", "blend"),
+                        seed=int(option.get("--seed", 0)))
     keys, latency = records["task_key"].to_numpy(), records["latency"].to_numpy(float)
     valid = records["valid"].to_numpy(bool)
+    ends = pd.read_csv(args.work / args.method / "curve.csv")["trials"].to_numpy()
+    if ends[-1] != len(records):  # records merged by ingest: rounds as runs of one task
+        ends = np.append(np.flatnonzero(keys[1:] != keys[:-1]) + 1, len(records))
     rows, order = {}, 0
-    start = 0
-    while start < len(records):  # one round: consecutive records of one task
-        end = start + 1
-        while end < len(records) and keys[end] == keys[start]:
-            end += 1
+    for start, end in zip([0, *ends[:-1]], ends):  # one round each
         key = keys[start]
         if key not in rows:
             order += 1
             rows[key] = {
                 "order": order, "task": str(key)[-6:],
                 "prior_accuracy": round(prior_accuracy(model), 3),
+                "random_start_before": bool(model.refined is not model.prior
+                                            and prior_accuracy(model) <= 0.5),
                 "first_round_ms": 1e3 * np.nanmin(np.where(valid[start:end],
                                                            latency[start:end], np.nan))
                 if valid[start:end].any() else float("nan")}
         costs = np.where(valid[start:end], latency[start:end], np.nan)
         model.observe(fm.X[start:end], costs, key)
-        start = end
     for key, row in rows.items():
         mine = latency[(keys == key) & valid]
         row["programs"] = int(len(mine))
@@ -83,7 +90,8 @@ def main() -> None:
         "weighted_latency"] for method in (args.method, "xgb")}
     print("weighted latency at the end of each run (tuning's own timings, ms): " +
           ", ".join(f"{method} {value:.2f}" for method, value in weighted.items()))
-    name = args.name or f"first_rounds_{args.work.parent.name}_{args.work.name}"
+    name = args.name or f"first_rounds_{args.work.parent.name}_{args.work.name}" + (
+        f"_{args.method}" if args.method != "gbxfer" else "")
     write_results(name, table, work=str(args.work), method=args.method,
                   weighted_latency_ms=weighted)
 

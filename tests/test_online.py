@@ -158,6 +158,8 @@ def test_local_mode_fits_each_task_on_its_own_measurements(prior):
         for task, sign in (("reversed", -1), ("kept", +1)):
             X = rng.normal(size=(16, 4))
             local.observe(X, _latency(X, sign), task)
+    X = rng.normal(size=(8, 4))
+    local.observe(X, _latency(X, -1), "few")  # fewer than min_samples: still the prior's
     test = np.random.default_rng(8).normal(size=(200, 4))
 
     def accuracy(model, task, sign):
@@ -165,9 +167,10 @@ def test_local_mode_fits_each_task_on_its_own_measurements(prior):
 
     assert set(local.local) == {"reversed", "kept"} and local.session is None
     assert accuracy(local, "reversed", -1) > 0.8 and accuracy(local, "kept", +1) > 0.8
-    assert np.allclose(local.score(test, "new"), batch_ranks(prior.predict(test, COLUMNS)))
+    for task in ("new", "few"):
+        assert np.allclose(local.score(test, task), batch_ranks(prior.predict(test, COLUMNS)))
     again = OnlineModel(prior, COLUMNS, "local", min_samples=16)
     again.restore(local.state())
-    assert again.weight == local.weight
-    for task in ("reversed", "kept"):
+    assert again.weight == local.weight and set(again.local) == set(local.local)
+    for task in ("reversed", "kept", "few"):
         assert np.allclose(again.score(test, task), local.score(test, task))
