@@ -53,13 +53,10 @@ from _results import RESULTS, print_table, write_results
 
 from gbxfer import Dataset, SplitSpec, ingest, load_dataset
 from gbxfer.features import build
-from gbxfer.model import SavedModel, load_model_config
+from gbxfer.model import PRETRAINED, SavedModel, load_model_config
 from gbxfer.metrics import pairwise_accuracy
 from gbxfer.online import OnlineModel
-from gbxfer.records.dataset import BUNDLED
 from gbxfer.training import train
-
-PRETRAINED = BUNDLED.parent / "pretrained"  # the model gbxfer tune uses by default
 
 ARMS = ("blend", "refine", "session", "prior", "cold", "random")  # the default --arms
 EXTRA_ARMS = ("local", "blend-random-start")  # asked for by name only

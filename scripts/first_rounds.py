@@ -30,9 +30,8 @@ from bench_online import prior_accuracy
 from gbxfer import ingest
 from gbxfer.features import build
 from gbxfer.hardware import load_profile
-from gbxfer.model import SavedModel
+from gbxfer.model import PRETRAINED, SavedModel
 from gbxfer.online import OnlineModel
-from gbxfer.records.dataset import BUNDLED
 
 
 def main() -> None:
@@ -44,7 +43,7 @@ def main() -> None:
     machine = json.loads((args.work / "machine.json").read_text())
     profile = load_profile(machine["hardware"])
     where = dict(hardware=(profile.name, profile.family), machine=profile.machine)
-    prior = SavedModel.load(BUNDLED.parent / "pretrained")
+    prior = SavedModel.load(PRETRAINED)
     run = ingest([args.work / args.method / "metaschedule"], **where)
     fm = build(run, list(prior.blocks))
     describe = run.tasks.set_index("task_key")["description"]

@@ -19,11 +19,8 @@ import argparse
 import shutil
 
 from gbxfer import load_bundled
-from gbxfer.records.dataset import BUNDLED
-from gbxfer.model import load_model_config
+from gbxfer.model import PRETRAINED, load_model_config
 from gbxfer.training import train
-
-PRETRAINED = BUNDLED.parent / "pretrained"
 
 
 def main() -> None:

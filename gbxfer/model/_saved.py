@@ -35,6 +35,8 @@ FORMAT_NAME = "gbxfer-model"
 MODEL_SCHEMA_VERSION = 2
 BOOSTER_FILES = {"lightgbm": "booster.txt", "xgboost": "booster.json"}
 PARTNER_FILES = {"lightgbm": "partner.txt", "xgboost": "partner.json"}
+# the model shipped with gbxfer, trained on the bundled dataset (scripts/make_pretrained.py)
+PRETRAINED = Path(__file__).resolve().parents[1] / "data" / "pretrained"
 _DEBRIS = re.compile(r"v-[0-9a-f]{12}")  # version folders no manifest names (killed saves)
 _KNOWN = {"format", "schema_version", "booster_file", "params", "objective", "n_features",
           "columns", "hardware", "split", "train_record_ids", "versions", "gate", "partner"}

@@ -18,18 +18,16 @@ import numpy as np
 from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 
-from ..records.dataset import BUNDLED
 from ..features import _workload, block_columns, hardware_descriptor, stack_blocks
 from ..features._program import ProgramFeaturizer
 from ..records.formats._metaschedule import describe_task, run_latency
 from ..hardware.descriptor import HardwareDescriptor
-from ..model import SavedModel
+from ..model import PRETRAINED, SavedModel
 from ..online import OnlineModel
 from ._json import to_python
 from ._intrinsics import import_tensor_intrinsics
 
 log = logging.getLogger("gbxfer")
-PRETRAINED = BUNDLED.parent / "pretrained"
 COLD_BLOCKS = ("program", "workload", "hardware")  # the blocks of a cold start
 
 
