@@ -23,9 +23,11 @@ programs all ran alike, and tuned again without it the run ended level (docs/ben
 
 ``mode`` selects an ablation: ``blend`` (the default), ``local`` (``blend`` with both models
 fitted per task on that task's measurements alone, as a run tuning only that task would fit
-them; a task not measured yet is ranked by the prior as it was before the run), ``refine``
-(``w = 0`` always: gbxfer's update before 2026-12-02), ``session`` (a task's first round by the
-prior, then ``w = 1``) and ``prior`` (never updated).
+them; a task not measured yet is ranked by the prior as it was before the run), ``choose``
+(both pairs of models, the run-wide and the task's own, and after every round of a task the
+pair and weight that ranked its latest rounds best, run-wide on ties), ``refine`` (``w = 0``
+always: gbxfer's update before 2026-12-02), ``session`` (a task's first round by the prior,
+then ``w = 1``) and ``prior`` (never updated).
 """
 from __future__ import annotations
 
@@ -37,7 +39,10 @@ from .model import GBCostRanker, SavedModel
 from .model._ranker import paired
 
 WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
-MODES = ("blend", "local", "refine", "session", "prior")
+MODES = ("blend", "local", "choose", "refine", "session", "prior")
+# the pairs of (refined, session) models each blending mode chooses among, in order of preference
+PAIRS = {"blend": ("run",), "local": ("local",), "choose": ("run", "local")}
+_COLUMNS = {"run": (0, 1), "local": (2, 3)}  # where each pair's scores are kept in ``seen``
 
 
 def batch_ranks(scores: np.ndarray) -> np.ndarray:
@@ -70,7 +75,7 @@ class OnlineModel:
     columns : list of str
         The feature columns of the rows given to :meth:`score` and :meth:`observe` (the prior's
         own when there is one).
-    mode : {"blend", "local", "refine", "session", "prior"}
+    mode : {"blend", "local", "choose", "refine", "session", "prior"}
     update_trees : int
         Trees the refined model adds to the prior, refitted after every round.
     session_trees : int
@@ -94,10 +99,12 @@ class OnlineModel:
         self.min_samples, self.window, self.seed = min_samples, window, seed
         self.rng = np.random.default_rng(seed)
         self.refined, self.session = prior, None
-        self.local: dict[str, tuple] = {}  # mode "local": task -> (refined, session)
+        self.local: dict[str, tuple] = {}  # modes "local", "choose": task -> (refined, session)
         self.weight: dict[str, float] = {}  # the session model's weight, per task
+        self.pair: dict[str, str] = {}  # the pair of models that ranks each task (PAIRS)
         # the run's valid measurements, one row each, with the round they came in and the
-        # scores the two models gave them before seeing them
+        # scores the models gave them before seeing them (run-wide refined and session, the
+        # task's own refined and session; NaN where a mode has no such model)
         self.X: list[np.ndarray] = []
         self.costs: list[float] = []
         self.groups: list[str] = []
@@ -106,15 +113,16 @@ class OnlineModel:
         self.weights: list[tuple[str, float]] = []  # (task, weight) chosen after each round
 
     # ----------------------------------------------------------------- scoring
-    def models(self, group: str) -> tuple:
-        """The (refined, session) models that score task ``group``."""
-        if self.mode == "local":
+    def models(self, group: str, pair: str | None = None) -> tuple:
+        """The (refined, session) models that score task ``group`` (or of that ``pair``)."""
+        pair = pair or self.pair.get(str(group), PAIRS.get(self.mode, ("run",))[0])
+        if pair == "local":
             return self.local.get(str(group), (self.prior, None))
         return self.refined, self.session
 
-    def _raw(self, X, group: str) -> tuple:
+    def _raw(self, X, group: str, pair: str | None = None) -> tuple:
         return tuple(None if model is None else model.predict(X, self.columns)
-                     for model in self.models(group))
+                     for model in self.models(group, pair))
 
     def weight_of(self, group: str) -> float:
         """The session model's weight in the scores of task ``group``."""
@@ -138,10 +146,12 @@ class OnlineModel:
         if not ok.any():
             return
         X, costs = X[ok], costs[ok]
-        refined, session = self._raw(X, group)
-        nan = np.full(len(X), np.nan)
-        self.seen += list(zip(nan if refined is None else refined,
-                              nan if session is None else session))
+        seen = np.full((len(X), 4), np.nan)
+        for pair in PAIRS.get(self.mode, ("run",)):
+            for column, scores in zip(_COLUMNS[pair], self._raw(X, group, pair)):
+                if scores is not None:
+                    seen[:, column] = scores
+        self.seen += [tuple(row) for row in seen]
         round_ = self.rounds[-1] + 1 if self.rounds else 0
         self.X += list(X)
         self.costs += list(costs)
@@ -157,14 +167,15 @@ class OnlineModel:
             return
         if self.mode != "local":
             self.refined, self.session = self._fitted(X, costs, groups)
-        else:  # the task just measured (all of them when restoring), on its own measurements
+        if self.mode in ("local", "choose"):
+            # the task just measured (all of them when restoring), on its own measurements
             for g in [group] if group is not None else sorted(set(self.groups)):
                 rows = groups == g
                 if rows.sum() >= self.min_samples:  # as a run of that task alone would
                     self.local[g] = self._fitted(X[rows], costs[rows], groups[rows])
         # the task just measured, and any measured before the models existed
         for g in sorted({group} - {None} | set(self.groups) - set(self.weight)):
-            self.weight[g] = self.choose_weight(g)
+            self.weight[g], self.pair[g] = self.choose_weight(g)
             self.weights.append((g, self.weight[g]))
 
     def _fitted(self, X, costs, groups) -> tuple:
@@ -176,11 +187,11 @@ class OnlineModel:
         params.update(random_state=self.seed, min_child_samples=min(
             params.get("min_child_samples", 20), max(2, len(costs) // 10)))
         refined, session = self.prior, None
-        if self.mode in ("blend", "local", "session") or self.prior is None:
+        if self.mode in ("blend", "local", "choose", "session") or self.prior is None:
             ranker = GBCostRanker(**{**params, "n_estimators": self.session_trees}).fit(
                 X, label, groups=groups)
             session = SavedModel(ranker, self.columns, extra={"online": "session"})
-        if self.prior is not None and self.mode in ("blend", "local", "refine"):
+        if self.prior is not None and self.mode in ("blend", "local", "choose", "refine"):
             prior = self.prior
             ranker = GBCostRanker(**{**params, "n_estimators": self.update_trees}).fit(
                 prior.transform(X, self.columns), label, groups=groups,
@@ -189,31 +200,36 @@ class OnlineModel:
                                  gate=prior.gate, partner=prior.partner)  # a blend's too
         return refined, session
 
-    def choose_weight(self, group: str) -> float:
-        """The session model's weight for the next round of task ``group`` (see the module
-        docstring)."""
+    def choose_weight(self, group: str) -> tuple[float, str]:
+        """The session model's weight for the next round of task ``group``, and the pair of
+        models it weighs (see the module docstring)."""
         if self.refined is None or self.mode == "session":
-            return 1.0
-        if self.mode not in ("blend", "local"):
-            return 0.0
-        seen = np.array(self.seen, dtype=float).reshape(-1, 2)
-        rounds = np.array(self.rounds)
-        rows = (np.array(self.groups) == group) & np.isfinite(seen).all(axis=1)
+            return 1.0, "run"
+        if self.mode not in PAIRS:
+            return 0.0, "run"
+        seen = np.array(self.seen, dtype=float).reshape(-1, 4)
+        rounds, tasks = np.array(self.rounds), np.array(self.groups) == group
+        # every pair on the same rounds; the preferred pair alone where the others scored none
+        for pairs in (PAIRS[self.mode], PAIRS[self.mode][:1]):
+            columns = [c for pair in pairs for c in _COLUMNS[pair]]
+            rows = tasks & np.isfinite(seen[:, columns]).all(axis=1)
+            if rows.any():
+                break
+        else:
+            return 0.0, PAIRS[self.mode][0]
         rows &= np.isin(rounds, np.unique(rounds[rows])[-self.window:])
-        if not rows.any():
-            return 0.0
-        keys, costs, scored = rounds[rows], np.array(self.costs)[rows], seen[rows]
+        keys, costs, scored = rounds[rows], np.array(self.costs)[rows], seen[rows][:, columns]
         ranks = np.empty_like(scored)  # each model's ranks within its round, once
         for idx in group_indices(keys):
-            ranks[idx] = np.column_stack([batch_ranks(scored[idx, 0]),
-                                          batch_ranks(scored[idx, 1])])
-        best_weight, best_accuracy = 0.0, -np.inf
-        for weight in WEIGHTS:
-            blended = (1 - weight) * ranks[:, 0] + weight * ranks[:, 1]  # as blend() does
-            accuracy = pairwise_accuracy(costs, blended, keys)
-            if np.isfinite(accuracy) and accuracy > best_accuracy + 1e-12:
-                best_weight, best_accuracy = weight, accuracy
-        return best_weight
+            ranks[idx] = np.column_stack([batch_ranks(column) for column in scored[idx].T])
+        best, best_accuracy = (0.0, pairs[0]), -np.inf
+        for i, pair in enumerate(pairs):
+            for weight in WEIGHTS:
+                blended = (1 - weight) * ranks[:, 2 * i] + weight * ranks[:, 2 * i + 1]  # blend()
+                accuracy = pairwise_accuracy(costs, blended, keys)
+                if np.isfinite(accuracy) and accuracy > best_accuracy + 1e-12:
+                    best, best_accuracy = (weight, pair), accuracy
+        return best
 
     # ----------------------------------------------------------------- state
     def state(self) -> dict:
@@ -223,17 +239,22 @@ class OnlineModel:
                 "costs": np.array(self.costs, dtype=float),
                 "groups": np.array(self.groups, dtype=str),
                 "rounds": np.array(self.rounds, dtype=int),
-                "seen": np.array(self.seen, dtype=float).reshape(-1, 2)}
+                "seen": np.array(self.seen, dtype=float).reshape(-1, 4)}
 
     def restore(self, state: dict) -> None:
         """Take a saved run's measurements and refit the models on them (a run saved before
-        2026-12-02 has no rounds and no prequential scores: one round per row, none scored)."""
+        2026-12-02 has no rounds and no prequential scores: one round per row, none scored;
+        one saved before 2026-12-06 has the scores of one pair of models)."""
         n = len(state["costs"])
         self.X, self.costs = list(state["X"]), [float(c) for c in state["costs"]]
         self.groups = [str(g) for g in state["groups"]]
         self.rounds = [int(r) for r in state["rounds"]] if "rounds" in state else list(range(n))
-        self.seen = [tuple(s) for s in state["seen"]] if "seen" in state else \
-            [(np.nan, np.nan)] * n
+        seen = np.full((n, 4), np.nan)
+        if "seen" in state:
+            old = np.asarray(state["seen"], dtype=float).reshape(n, -1)
+            first = _COLUMNS[PAIRS.get(self.mode, ("run",))[0]][0] if old.shape[1] == 2 else 0
+            seen[:, first:first + old.shape[1]] = old
+        self.seen = [tuple(row) for row in seen]
         self.refined, self.session, self.weight, self.weights = self.prior, None, {}, []
-        self.local = {}
+        self.local, self.pair = {}, {}
         self._fit(None)

@@ -33,10 +33,12 @@ Arms (gbxfer.online modes): ``blend`` (the default since 2026-12-02), ``refine``
 before it: the prior boosted 20 trees further on the run's data), ``session`` (the prior for
 the first round, then a model of the run's data alone), ``prior`` (never updated), ``cold``
 (no prior: random until 16 measurements, then the run's data alone, as TVM's XGBModel) and
-``random``; by name only, ``local`` (blend with per-task models) and ``blend-random-start``
-(blend as it was until 2026-12-05, when a new task's first round was drawn at random once the
-refined prior had ranked the run's rounds no better than chance). Reported per setting and trials: the geometric mean over tasks of best found /
-pool best, the share of the pool faster than the best found (0: found the pool's best; the
+``random``; by name only, ``local`` (blend with per-task models), ``choose`` (per task, the
+run-wide pair of models or the task's own, whichever ranked its latest rounds better) and
+``blend-random-start`` (blend as it was until 2026-12-05, when a new task's first round was
+drawn at random once the refined prior had ranked the run's rounds no better than chance).
+Reported per setting and trials: the geometric mean over tasks of best found / pool best, the
+share of the pool faster than the best found (0: found the pool's best; the
 Ansor pools are narrow, most programs within 1.2x of the best, so the share tells arms apart
 where the ratio cannot), mean and 95% CI over seeds, and blend's paired difference in that
 share to each other arm (negative: blend found faster programs). Results:
@@ -59,13 +61,13 @@ from gbxfer.online import OnlineModel
 from gbxfer.training import train
 
 ARMS = ("blend", "refine", "session", "prior", "cold", "random")  # the default --arms
-EXTRA_ARMS = ("local", "blend-random-start")  # asked for by name only
+EXTRA_ARMS = ("local", "choose", "blend-random-start")  # asked for by name only
 
 
 def prior_accuracy(model: OnlineModel) -> float:
     """The refined prior's prequential pairwise accuracy over a run's rounds so far (each round
     scored before it was seen); NaN before any."""
-    seen = np.array(model.seen, dtype=float).reshape(-1, 2)[:, 0]
+    seen = np.array(model.seen, dtype=float).reshape(-1, 4)[:, 2 if model.mode == "local" else 0]
     rows = np.isfinite(seen)
     return pairwise_accuracy(np.array(model.costs)[rows], seen[rows],
                              np.array(model.rounds)[rows]) if rows.any() else float("nan")

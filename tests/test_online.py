@@ -50,12 +50,12 @@ def test_batch_ranks_and_blend():
     assert np.allclose(blend(None, [3, 2, 1], 0.0), [1, 0.5, 0])
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_a_wrong_prior_gives_way_to_the_runs_own_data(prior, seed):
+@pytest.mark.parametrize("seed,mode", [(1, "blend"), (2, "blend"), (1, "choose")])
+def test_a_wrong_prior_gives_way_to_the_runs_own_data(prior, seed, mode):
     """Where the order is reversed, the blend moves its weight to the session model as soon as
     that ranks the new rounds better, and finds the pool's best in a few rounds; the prior
     refined alone is still far off."""
-    blended = OnlineModel(prior, COLUMNS, "blend", min_samples=16)
+    blended = OnlineModel(prior, COLUMNS, mode, min_samples=16)
     curve = _run(blended, sign=-1, seed=seed)
     refine = _run(OnlineModel(prior, COLUMNS, "refine", min_samples=16), sign=-1, seed=seed)
     frozen = _run(OnlineModel(prior, COLUMNS, "prior"), sign=-1, seed=seed)
@@ -64,8 +64,9 @@ def test_a_wrong_prior_gives_way_to_the_runs_own_data(prior, seed):
     assert curve[3] < 1.5 and refine[3] > 10 * curve[3]
 
 
-def test_a_right_prior_keeps_the_lead(prior):
-    blended = OnlineModel(prior, COLUMNS, "blend", min_samples=16)
+@pytest.mark.parametrize("mode", ["blend", "choose"])
+def test_a_right_prior_keeps_the_lead(prior, mode):
+    blended = OnlineModel(prior, COLUMNS, mode, min_samples=16)
     assert _run(blended, sign=+1) == [1.0] * 8  # the pool's best, from the first round
     assert np.mean([w for _, w in blended.weights]) < 0.5
 
@@ -174,3 +175,34 @@ def test_local_mode_fits_each_task_on_its_own_measurements(prior):
     assert again.weight == local.weight and set(again.local) == set(local.local)
     for task in ("reversed", "kept", "few"):
         assert np.allclose(again.score(test, task), local.score(test, task))
+
+
+def test_choose_mode_ranks_each_task_by_the_pair_that_ranked_it_better(prior):
+    """Two tasks with opposite orders in one run: run-wide models, fitted on both, cannot rank
+    both; mode ``choose`` moves each task to the pair of models that ranked its latest rounds
+    better before seeing them (here its own), and ranks both tasks as ``local`` does."""
+    from gbxfer.metrics import pairwise_accuracy
+
+    def run(mode):
+        rng = np.random.default_rng(3)
+        model = OnlineModel(prior, COLUMNS, mode, min_samples=16)
+        for _ in range(6):
+            for task, sign in (("reversed", -1), ("kept", +1)):
+                X = rng.normal(size=(16, 4))
+                model.observe(X, _latency(X, sign), task)
+        return model
+
+    test = np.random.default_rng(8).normal(size=(200, 4))
+    models = {mode: run(mode) for mode in ("blend", "choose", "local")}
+    accuracy = {mode: [pairwise_accuracy(_latency(test, sign), model.score(test, task),
+                                         np.zeros(200))
+                       for task, sign in (("reversed", -1), ("kept", +1))]
+                for mode, model in models.items()}
+    chosen = models["choose"]
+    assert chosen.pair == {"reversed": "local", "kept": "local"}
+    assert min(accuracy["choose"]) > 0.8 and min(accuracy["blend"]) < 0.7
+    assert np.allclose(accuracy["choose"], accuracy["local"], atol=0.02)
+    again = OnlineModel(prior, COLUMNS, "choose", min_samples=16)
+    again.restore(chosen.state())
+    assert again.pair == chosen.pair and again.weight == chosen.weight
+    assert np.allclose(again.score(test, "kept"), chosen.score(test, "kept"))

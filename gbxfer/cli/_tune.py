@@ -77,7 +77,9 @@ def add_parser(verbs, common):
                    help="how the run's measurements update the gbxfer model: blend (default: "
                         "the model refined on them, blended with a model of them alone by "
                         "which ranked the latest rounds better), local (blend, both models "
-                        "fitted per task on that task's measurements alone), refine (the "
+                        "fitted per task on that task's measurements alone), choose (per "
+                        "task, the run-wide pair or the task's own, whichever ranked its "
+                        "latest rounds better), refine (the "
                         "model refined only), session (their own model after a task's first "
                         "round), prior (never updated)")
     p.add_argument("--input-shape", type=input_shape_option, action="append",

@@ -43,7 +43,7 @@ class GbxferCostModel(PyCostModel):
     hardware : str, optional
         Hardware profile name whose descriptor the model sees (default: derived from the
         tuning target).
-    online : {"blend", "local", "refine", "session", "prior"}
+    online : {"blend", "local", "choose", "refine", "session", "prior"}
         How the run's measurements update the model (:mod:`gbxfer.online`).
     update_trees : int
         Trees each update adds to the pretrained model on the run's measurements.
