@@ -109,14 +109,17 @@ class OnlineModel:
         self.costs: list[float] = []
         self.groups: list[str] = []
         self.rounds: list[int] = []
-        self.seen: list[tuple[float, float]] = []
+        self.seen: list[tuple] = []
         self.weights: list[tuple[str, float]] = []  # (task, weight) chosen after each round
 
     # ----------------------------------------------------------------- scoring
+    def pair_of(self, group: str) -> str:
+        """The pair of models that ranks task ``group``: ``"run"`` or ``"local"`` (PAIRS)."""
+        return self.pair.get(str(group), PAIRS.get(self.mode, ("run",))[0])
+
     def models(self, group: str, pair: str | None = None) -> tuple:
         """The (refined, session) models that score task ``group`` (or of that ``pair``)."""
-        pair = pair or self.pair.get(str(group), PAIRS.get(self.mode, ("run",))[0])
-        if pair == "local":
+        if (pair or self.pair_of(group)) == "local":
             return self.local.get(str(group), (self.prior, None))
         return self.refined, self.session
 

@@ -13,7 +13,9 @@ accuracy over the rounds so far (``prior_accuracy``: what the online blend check
 the predictions the refined prior made before each round was seen; ``random_start_before``: the
 check would have fired), and, per task, the best
 latency of its first round and of the whole run (tuning's own timings), XGBModel's best in its
-run, and their ratio; and each run's weighted latency at its end. Results:
+run, and their ratio, the rounds after which the task was ranked by models of its own
+measurements (``local_rounds``: as chosen in mode ``choose``, all in ``local``, none in the
+others) and the session model's weight at the end; and each run's weighted latency at its end. Results:
 scripts/results/<name>.{json,csv} (name: first_rounds_<work folder>_<run folder>).
 """
 from __future__ import annotations
@@ -61,7 +63,7 @@ def main() -> None:
     ends = pd.read_csv(args.work / args.method / "curve.csv")["trials"].to_numpy()
     if ends[-1] != len(records):  # records merged by ingest: rounds as runs of one task
         ends = np.append(np.flatnonzero(keys[1:] != keys[:-1]) + 1, len(records))
-    rows, order = {}, 0
+    rows, order, chosen = {}, 0, {}  # chosen: the pair of models after each of a task's rounds
     for start, end in zip([0, *ends[:-1]], ends):  # one round each
         key = keys[start]
         if key not in rows:
@@ -76,12 +78,15 @@ def main() -> None:
                 if valid[start:end].any() else float("nan")}
         costs = np.where(valid[start:end], latency[start:end], np.nan)
         model.observe(fm.X[start:end], costs, key)
+        chosen.setdefault(key, []).append(model.pair_of(key))
     for key, row in rows.items():
         mine = latency[(keys == key) & valid]
         row["programs"] = int(len(mine))
         row["best_ms"] = 1e3 * float(mine.min()) if len(mine) else float("nan")
         row["xgb_best_ms"] = 1e3 * float(xgb_best.get(key, np.nan))
         row["best_over_xgb"] = row["best_ms"] / row["xgb_best_ms"]
+        row["local_rounds"] = f"{chosen[key].count('local')}/{len(chosen[key])}"
+        row["last_weight"] = model.weight_of(key)
         row["description"] = str(describe.get(key, ""))[:48]
     table = list(rows.values())
     print_table(table)

@@ -199,7 +199,8 @@ def test_choose_mode_ranks_each_task_by_the_pair_that_ranked_it_better(prior):
                        for task, sign in (("reversed", -1), ("kept", +1))]
                 for mode, model in models.items()}
     chosen = models["choose"]
-    assert chosen.pair == {"reversed": "local", "kept": "local"}
+    assert chosen.pair == {"reversed": "local", "kept": "local"} and chosen.pair_of("new") == "run"
+    assert models["local"].pair_of("new") == "local" and models["blend"].pair_of("kept") == "run"
     assert min(accuracy["choose"]) > 0.8 and min(accuracy["blend"]) < 0.7
     assert np.allclose(accuracy["choose"], accuracy["local"], atol=0.02)
     again = OnlineModel(prior, COLUMNS, "choose", min_samples=16)
