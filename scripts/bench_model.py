@@ -8,7 +8,7 @@ Models (same data, same splits, same seeds):
   gbxfer            the default config (configs/model/default.yaml) on program + workload +
                     hardware features
   gbxfer-large      the default grown to 1,500 trees x 127 leaves (configs/model/large.yaml;
-                    not in leave-one-network-out: about 3x the default's 2 minutes a seed)
+                    about 3x the default's time)
   gbxfer-lambdarank LightGBM lambdarank (configs/model/lambdarank.yaml), same features
   gbxfer-xgboost    XGBoost regression on the throughput label (configs/model/xgboost.yaml,
                     the default until 2026-12-04), same features
@@ -18,8 +18,8 @@ Models (same data, same splits, same seeds):
   tvm-xgbmodel      TVM's XGBModel through its update/predict API (needs gbxfer[tvm])
   random            uniformly random scores (its exact expectation is shown as random_*)
 Splits: within-task and by-task on --dataset (test fraction 0.3), and leave-one-network-out
-(every network in turn: a model trained without its tasks scores them; gbxfer, lambdarank,
-XGBModel and random only); on ../shared/data when
+(every network in turn: a model trained without its tasks scores them; gbxfer, large,
+lambdarank, XGBoost, XGBModel and random only); on ../shared/data when
 present: zero-shot RTX 3080 -> A100 and back (Ansor logs) and by-task within the A100
 ResNet-34 MetaSchedule database (gbxfer only: its IR does not load in TVM 0.27). By-machine
 (with ../shared/data): every profile of one machine held out of bundled + the Ansor logs, with
@@ -180,8 +180,8 @@ def main() -> None:
     if LONO in args.splits and (dataset.tasks["network"] != "").all():
         # one fit per network and seed: the per-store variants are left to the 0.3 splits
         experiments.append((f"{args.dataset}", dataset, lambda s: LONO,
-                            ["gbxfer", "gbxfer-lambdarank", "gbxfer-xgboost", "tvm-xgbmodel",
-                             "random"], None))
+                            ["gbxfer", "gbxfer-large", "gbxfer-lambdarank", "gbxfer-xgboost",
+                             "tvm-xgbmodel", "random"], None))
     if (SHARED / "bennu-ansor").exists():
         gpus = ingest([SHARED / "bennu-ansor" / "gpu_a100", SHARED / "bennu-ansor" / "gpu_rtx3080"])
         for family in ("cuda-sm_80", "cuda-sm_86"):

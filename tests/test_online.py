@@ -207,3 +207,19 @@ def test_choose_mode_ranks_each_task_by_the_pair_that_ranked_it_better(prior):
     again.restore(chosen.state())
     assert again.pair == chosen.pair and again.weight == chosen.weight
     assert np.allclose(again.score(test, "kept"), chosen.score(test, "kept"))
+
+
+@pytest.mark.parametrize("mode,columns", [("blend", [0, 1]), ("local", [2, 3])])
+def test_a_run_saved_with_one_pairs_scores_still_loads(prior, mode, columns):
+    """Runs saved before 2026-12-06 kept the scores of the pair of models that ranked them."""
+    model = OnlineModel(prior, COLUMNS, mode, min_samples=8)
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        X = rng.normal(size=(8, 4))
+        model.observe(X, _latency(X, -1), "t")
+    state = model.state()
+    old = {**state, "seen": state["seen"][:, columns]}
+    again = OnlineModel(prior, COLUMNS, mode, min_samples=8)
+    again.restore(old)
+    assert np.array_equal(np.array(again.seen), np.array(model.seen), equal_nan=True)
+    assert again.weight == model.weight
