@@ -25,7 +25,9 @@ programs all ran alike, and tuned again without it the run ended level (docs/ben
 fitted per task on that task's measurements alone, as a run tuning only that task would fit
 them; a task not measured yet is ranked by the prior as it was before the run), ``choose``
 (both pairs of models, the run-wide and the task's own, and after every round of a task the
-pair and weight that ranked its latest rounds best, run-wide on ties), ``refine`` (``w = 0``
+pair and weight that ranked its latest rounds best, run-wide on ties: compared on the rounds
+both pairs scored, so on one round just after the task's own pair exists; without a prior, the
+two session models), ``refine`` (``w = 0``
 always: gbxfer's update before 2026-12-02), ``session`` (a task's first round by the prior,
 then ``w = 1``) and ``prior`` (never updated).
 """
@@ -206,29 +208,32 @@ class OnlineModel:
     def choose_weight(self, group: str) -> tuple[float, str]:
         """The session model's weight for the next round of task ``group``, and the pair of
         models it weighs (see the module docstring)."""
-        if self.refined is None or self.mode == "session":
-            return 1.0, "run"
         if self.mode not in PAIRS:
-            return 0.0, "run"
+            return (1.0 if self.mode == "session" or self.prior is None else 0.0), "run"
+        # without a prior there is no refined model: each pair's session model alone
+        weights, first = (WEIGHTS, 0) if self.prior is not None else ((1.0,), 1)
         seen = np.array(self.seen, dtype=float).reshape(-1, 4)
         rounds, tasks = np.array(self.rounds), np.array(self.groups) == group
         # every pair on the same rounds; the preferred pair alone where the others scored none
         for pairs in (PAIRS[self.mode], PAIRS[self.mode][:1]):
-            columns = [c for pair in pairs for c in _COLUMNS[pair]]
+            columns = [c for pair in pairs for c in _COLUMNS[pair][first:]]
             rows = tasks & np.isfinite(seen[:, columns]).all(axis=1)
             if rows.any():
                 break
         else:
-            return 0.0, PAIRS[self.mode][0]
+            return weights[0], PAIRS[self.mode][0]
         rows &= np.isin(rounds, np.unique(rounds[rows])[-self.window:])
-        keys, costs, scored = rounds[rows], np.array(self.costs)[rows], seen[rows][:, columns]
-        ranks = np.empty_like(scored)  # each model's ranks within its round, once
+        keys, costs = rounds[rows], np.array(self.costs)[rows]
+        ranks = np.full((len(keys), 4), np.nan)  # each model's ranks within its round, once
         for idx in group_indices(keys):
-            ranks[idx] = np.column_stack([batch_ranks(column) for column in scored[idx].T])
-        best, best_accuracy = (0.0, pairs[0]), -np.inf
-        for i, pair in enumerate(pairs):
-            for weight in WEIGHTS:
-                blended = (1 - weight) * ranks[:, 2 * i] + weight * ranks[:, 2 * i + 1]  # blend()
+            for column in columns:
+                ranks[idx, column] = batch_ranks(seen[rows][idx, column])
+        best, best_accuracy = (weights[0], pairs[0]), -np.inf
+        for pair in pairs:
+            refined, session = _COLUMNS[pair]
+            for weight in weights:
+                blended = ranks[:, session] if weight == 1 else \
+                    (1 - weight) * ranks[:, refined] + weight * ranks[:, session]  # as blend()
                 accuracy = pairwise_accuracy(costs, blended, keys)
                 if np.isfinite(accuracy) and accuracy > best_accuracy + 1e-12:
                     best, best_accuracy = (weight, pair), accuracy
@@ -253,8 +258,10 @@ class OnlineModel:
         self.groups = [str(g) for g in state["groups"]]
         self.rounds = [int(r) for r in state["rounds"]] if "rounds" in state else list(range(n))
         seen = np.full((n, 4), np.nan)
-        if "seen" in state:
+        if "seen" in state and n:
             old = np.asarray(state["seen"], dtype=float).reshape(n, -1)
+            if old.shape[1] not in (2, 4):
+                raise GbxferError(f"a saved run's scores have {old.shape[1]} columns, not 2 or 4")
             first = _COLUMNS[PAIRS.get(self.mode, ("run",))[0]][0] if old.shape[1] == 2 else 0
             seen[:, first:first + old.shape[1]] = old
         self.seen = [tuple(row) for row in seen]

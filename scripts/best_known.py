@@ -24,19 +24,34 @@ from pathlib import Path
 from _results import RESULTS, print_table, write_results
 
 
+class BadRun(Exception):
+    """A run folder that cannot be read; the message names it."""
+
+
 def runs_in(paths: list[Path]) -> dict[str, dict]:
     """Each run's summary, by its folder relative to scripts/results/ where it lies there; a
     run copied into several folders (bench_onnx.py's XGBModel runs) counts once."""
     out, texts = {}, set()
     for path in paths:
-        for summary in sorted([path / "summary.json"] if (path / "summary.json").exists()
-                              else path.rglob("summary.json")):
+        if path.name == "summary.json":
+            path = path.parent
+        found = sorted([path / "summary.json"] if (path / "summary.json").exists()
+                       else path.rglob("summary.json"))
+        if not found:
+            raise BadRun(f"{path}: no summary.json of a gbxfer tune run there")
+        for summary in found:
             folder, text = summary.parent.resolve(), summary.read_text()
             label = str(folder.relative_to(RESULTS)) if folder.is_relative_to(RESULTS) \
                 else str(folder)
-            if text not in texts:
-                texts.add(text)
-                out[label] = json.loads(text)
+            if text in texts:
+                continue
+            texts.add(text)
+            try:
+                run = json.loads(text)
+                assert {"hardware", "weights", "best_latency", "trials", "cost_model"} <= set(run)
+            except (ValueError, AssertionError):
+                raise BadRun(f"{summary}: not a gbxfer tune summary") from None
+            out[label] = run
     return out
 
 
@@ -45,13 +60,19 @@ def main() -> None:
     parser.add_argument("runs", nargs="+", type=Path, metavar="RUN")
     parser.add_argument("--name", default="best_known", help="results file name")
     args = parser.parse_args()
-    runs = runs_in(args.runs)
-    if not runs:
-        parser.error("no summary.json under " + ", ".join(map(str, args.runs)))
+    try:
+        runs = runs_in(args.runs)
+    except BadRun as error:
+        parser.error(str(error))
     hardware = {summary["hardware"] for summary in runs.values()}
     if len(hardware) > 1:
-        parser.error(f"runs of several hardware profiles: {', '.join(sorted(hardware))}")
+        parser.error("runs of several hardware profiles: " + ", ".join(
+            f"{label} ({summary['hardware']})" for label, summary in runs.items()))
     weights = max((s["weights"] for s in runs.values()), key=len)  # the whole network's
+    for label, summary in runs.items():
+        if not set(summary["best_latency"]) <= set(weights):
+            parser.error(f"{label}: tasks of another network than "
+                         f"{max(runs, key=lambda r: len(runs[r]['weights']))}")
     best, found = {}, {}
     for label, summary in runs.items():
         for task, latency in summary["best_latency"].items():
@@ -63,7 +84,7 @@ def main() -> None:
     best_known = sum(weights[t] * best[t] for t in weights)
     rows = []
     for label, summary in runs.items():
-        if set(summary["best_latency"]) < set(weights):  # a run of some tasks only
+        if any(summary["best_latency"].get(t) is None for t in weights):  # not every task
             continue
         weighted = sum(weights[t] * summary["best_latency"][t] for t in weights)
         rows.append({"run": label, "cost_model": summary["cost_model"],
@@ -74,6 +95,8 @@ def main() -> None:
                      "over_best_known": round(weighted / best_known, 4),
                      "best_known_over_run": round(best_known / weighted, 4)
                      if summary["cost_model"] == "xgb" else None})
+    if not rows:
+        parser.error("no run measured every task of the network")
     tasks = [{"task": t, "weight": weights[t], "best_known_ms": round(1e3 * best[t], 4),
               "found_by": found[t],
               **{label: round(s["best_latency"][t] / best[t], 3)

@@ -5,18 +5,19 @@ then, and where the task ended against XGBModel's run.
                                    [--method gbxfer] [--name NAME]
 
 --work is a run folder of ``scripts/bench_onnx.py`` holding a gbxfer run (--method) and an
-XGBModel run (``xgb``). The gbxfer run's measurements are fed, round by round as its curve records them, to
-:class:`gbxfer.online.OnlineModel` (the shipped pretrained model, with the run's ``--online``
-mode and seed, as ``gbxfer tune`` updated it). Before each task's first round it reports the refined prior's prequential pairwise
-accuracy over the rounds so far (``prior_accuracy``: what the online blend checked before
-2026-12-05, when <= 0.5 drew a new task's first round at random; computed here as it was, from
-the predictions the refined prior made before each round was seen; ``random_start_before``: the
-check would have fired), and, per task, the best
-latency of its first round and of the whole run (tuning's own timings), XGBModel's best in its
-run, and their ratio, the rounds after which the task was ranked by models of its own
-measurements (``local_rounds``: as chosen in mode ``choose``, all in ``local``, none in the
-others) and the session model's weight at the end; and each run's weighted latency at its end. Results:
-scripts/results/<name>.{json,csv} (name: first_rounds_<work folder>_<run folder>).
+XGBModel run (``xgb``). The gbxfer run's measurements are fed, round by round as its curve
+records them, to :class:`gbxfer.online.OnlineModel` (the shipped pretrained model, with the
+run's ``--online`` mode and seed, as ``gbxfer tune`` updated it). Before each task's first
+round it reports the refined prior's prequential pairwise accuracy over the rounds so far
+(``prior_accuracy``: what the online blend checked before 2026-12-05, when <= 0.5 drew a new
+task's first round at random; computed here as it was, from the predictions the refined prior
+made before each round was seen; ``random_start_before``: the check would have fired), and,
+per task, the best latency of its first round and of the whole run (tuning's own timings),
+XGBModel's best in its run, and their ratio, the rounds after which the task was ranked by
+models of its own measurements (``local_rounds``: as chosen in mode ``choose``, all in
+``local``, none in the others) and the session model's weight at the end; and each run's
+weighted latency at its end. Results: scripts/results/<name>.{json,csv} (name:
+first_rounds_<work folder>_<run folder>).
 """
 from __future__ import annotations
 

@@ -177,34 +177,55 @@ def test_local_mode_fits_each_task_on_its_own_measurements(prior):
         assert np.allclose(again.score(test, task), local.score(test, task))
 
 
-def test_choose_mode_ranks_each_task_by_the_pair_that_ranked_it_better(prior):
-    """Two tasks with opposite orders in one run: run-wide models, fitted on both, cannot rank
-    both; mode ``choose`` moves each task to the pair of models that ranked its latest rounds
-    better before seeing them (here its own), and ranks both tasks as ``local`` does."""
+def _two_opposite_tasks(prior, mode):
+    """A run over two tasks with opposite orders (``reversed`` and ``kept``), 6 rounds each."""
+    rng = np.random.default_rng(3)
+    model = OnlineModel(prior, COLUMNS, mode, min_samples=16)
+    for _ in range(6):
+        for task, sign in (("reversed", -1), ("kept", +1)):
+            X = rng.normal(size=(16, 4))
+            model.observe(X, _latency(X, sign), task)
+    return model
+
+
+def _accuracies(model):
     from gbxfer.metrics import pairwise_accuracy
 
-    def run(mode):
-        rng = np.random.default_rng(3)
-        model = OnlineModel(prior, COLUMNS, mode, min_samples=16)
-        for _ in range(6):
-            for task, sign in (("reversed", -1), ("kept", +1)):
-                X = rng.normal(size=(16, 4))
-                model.observe(X, _latency(X, sign), task)
-        return model
-
     test = np.random.default_rng(8).normal(size=(200, 4))
-    models = {mode: run(mode) for mode in ("blend", "choose", "local")}
-    accuracy = {mode: [pairwise_accuracy(_latency(test, sign), model.score(test, task),
-                                         np.zeros(200))
-                       for task, sign in (("reversed", -1), ("kept", +1))]
-                for mode, model in models.items()}
-    chosen = models["choose"]
-    assert chosen.pair == {"reversed": "local", "kept": "local"} and chosen.pair_of("new") == "run"
-    assert models["local"].pair_of("new") == "local" and models["blend"].pair_of("kept") == "run"
-    assert min(accuracy["choose"]) > 0.8 and min(accuracy["blend"]) < 0.7
-    assert np.allclose(accuracy["choose"], accuracy["local"], atol=0.02)
+    return [pairwise_accuracy(_latency(test, sign), model.score(test, task), np.zeros(200))
+            for task, sign in (("reversed", -1), ("kept", +1))]
+
+
+@pytest.mark.parametrize("with_prior", [True, False])
+def test_choose_mode_ranks_each_task_by_the_pair_that_ranked_it_better(prior, with_prior):
+    """Two tasks with opposite orders in one run: run-wide models, fitted on both, cannot rank
+    both; mode ``choose`` moves each task to the pair of models that ranked its latest rounds
+    better before seeing them (here its own) and ranks both as ``local`` does; without a prior
+    it compares the two session models."""
+    prior = prior if with_prior else None
+    chosen = _two_opposite_tasks(prior, "choose")
+    assert chosen.pair == {"reversed": "local", "kept": "local"}
+    accuracy = _accuracies(chosen)
+    assert min(accuracy) > 0.8 and min(_accuracies(_two_opposite_tasks(prior, "blend"))) < 0.7
+    assert np.allclose(accuracy, _accuracies(_two_opposite_tasks(prior, "local")), atol=0.02)
+
+
+def test_local_mode_without_a_prior_ranks_by_each_tasks_session_model():
+    local = _two_opposite_tasks(None, "local")
+    assert local.pair_of("kept") == "local" and min(_accuracies(local)) > 0.8
+
+
+def test_the_pair_a_task_starts_with(prior):
+    assert OnlineModel(prior, COLUMNS, "choose").pair_of("new") == "run"
+    assert OnlineModel(prior, COLUMNS, "local").pair_of("new") == "local"
+    assert OnlineModel(prior, COLUMNS, "blend").pair_of("new") == "run"
+
+
+def test_choose_mode_restores_its_choices(prior):
+    chosen = _two_opposite_tasks(prior, "choose")
     again = OnlineModel(prior, COLUMNS, "choose", min_samples=16)
     again.restore(chosen.state())
+    test = np.random.default_rng(9).normal(size=(50, 4))
     assert again.pair == chosen.pair and again.weight == chosen.weight
     assert np.allclose(again.score(test, "kept"), chosen.score(test, "kept"))
 
@@ -223,3 +244,15 @@ def test_a_run_saved_with_one_pairs_scores_still_loads(prior, mode, columns):
     again.restore(old)
     assert np.array_equal(np.array(again.seen), np.array(model.seen), equal_nan=True)
     assert again.weight == model.weight
+
+
+def test_an_empty_saved_run_restores_and_a_malformed_one_is_refused(prior):
+    empty = OnlineModel(prior, COLUMNS)
+    again = OnlineModel(prior, COLUMNS)
+    again.restore(empty.state())
+    assert again.seen == [] and again.refined is prior
+    X = np.random.default_rng(1).normal(size=(4, 4))
+    bad = {"X": X, "costs": _latency(X, -1), "groups": np.array(["t"] * 4),
+           "rounds": np.zeros(4, int), "seen": np.zeros((4, 3))}
+    with pytest.raises(GbxferError, match="3 columns"):
+        again.restore(bad)

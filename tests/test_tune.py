@@ -45,6 +45,7 @@ def test_tune_writes_database_curve_and_summary(tmp_path):
     assert summary["search_seconds"] + builds["seconds"] < summary["seconds"]
     assert summary["online"]["mode"] == "blend"  # cold: the session model once it exists
     assert summary["online"]["tasks_led_by_session"] >= 1  # tasks measured after 16 trials
+    assert summary["online"]["tasks_ranked_by_their_own_models"] == 0  # blend: run-wide
     ds = ingest([out / "metaschedule"])
     assert ds.records["task_key"].nunique() == 2 and ds.records["valid"].sum() >= 8
 

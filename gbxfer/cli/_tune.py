@@ -267,10 +267,13 @@ def run(args) -> int:
                "weighted_latency": float(result.weighted_latency().iloc[-1])
                if len(result.curve) else None}
     if args.cost_model == "gbxfer":
-        final = list(cost_model.online.weight.values())  # per task, after its last round
+        online = cost_model.online
+        final = list(online.weight.values())  # per task, after its last round
         summary["online"] = {"mode": args.online,
                              "session_weight_mean": float(np.mean(final)) if final else None,
-                             "tasks_led_by_session": sum(w > 0.5 for w in final)}
+                             "tasks_led_by_session": sum(w > 0.5 for w in final),
+                             "tasks_ranked_by_their_own_models": sum(
+                                 online.pair_of(task) == "local" for task in online.weight)}
     for name, latency in best.items():
         print(f"{name}: best {latency * 1e3:.4g} ms" if latency is not None else
               f"{name}: not measured")
