@@ -27,7 +27,9 @@ them; a task not measured yet is ranked by the prior as it was before the run), 
 (both pairs of models, the run-wide and the task's own, and after every round of a task the
 pair and weight that ranked its latest rounds best, run-wide on ties: compared on the rounds
 both pairs scored, so on one round just after the task's own pair exists; without a prior, the
-two session models), ``refine`` (``w = 0``
+two session models; a task not measured yet is ranked by the refined prior, or by the prior as
+it was before the run where that ranked the run's rounds before their tasks' own models
+better), ``refine`` (``w = 0``
 always: gbxfer's update before 2026-12-02), ``session`` (a task's first round by the prior,
 then ``w = 1``) and ``prior`` (never updated).
 """
@@ -104,6 +106,7 @@ class OnlineModel:
         self.local: dict[str, tuple] = {}  # modes "local", "choose": task -> (refined, session)
         self.weight: dict[str, float] = {}  # the session model's weight, per task
         self.pair: dict[str, str] = {}  # the pair of models that ranks each task (PAIRS)
+        self.first_pair = PAIRS.get(mode, ("run",))[0]  # ... and a task not measured yet
         # the run's valid measurements, one row each, with the round they came in and the
         # scores the models gave them before seeing them (run-wide refined and session, the
         # task's own refined and session; NaN where a mode has no such model)
@@ -117,7 +120,7 @@ class OnlineModel:
     # ----------------------------------------------------------------- scoring
     def pair_of(self, group: str) -> str:
         """The pair of models that ranks task ``group``: ``"run"`` or ``"local"`` (PAIRS)."""
-        return self.pair.get(str(group), PAIRS.get(self.mode, ("run",))[0])
+        return self.pair.get(str(group), self.first_pair)
 
     def models(self, group: str, pair: str | None = None) -> tuple:
         """The (refined, session) models that score task ``group`` (or of that ``pair``)."""
@@ -182,6 +185,8 @@ class OnlineModel:
         for g in sorted({group} - {None} | set(self.groups) - set(self.weight)):
             self.weight[g], self.pair[g] = self.choose_weight(g)
             self.weights.append((g, self.weight[g]))
+        if self.mode == "choose" and self.prior is not None:
+            self.first_pair = self.choose_first_pair()
 
     def _fitted(self, X, costs, groups) -> tuple:
         """The (refined, session) models fitted on these measurements, as the mode has them."""
@@ -239,6 +244,20 @@ class OnlineModel:
                     best, best_accuracy = (weight, pair), accuracy
         return best
 
+    def choose_first_pair(self) -> str:
+        """Mode ``choose``: the pair that ranks a task not measured yet. Before a task has
+        models of its own, its pair of them is the prior as it was before the run (PAIRS'
+        ``local`` column 2), beside the prior refined on the other tasks (column 0): ``local``
+        where the prior as it was ranked the run's rounds before their tasks' own models better
+        (pairwise, within rounds), else ``run``."""
+        seen = np.array(self.seen, dtype=float).reshape(-1, 4)
+        rows = np.isnan(seen[:, 3]) & np.isfinite(seen[:, [0, 2]]).all(axis=1)
+        if not rows.any():
+            return "run"
+        costs, keys = np.array(self.costs)[rows], np.array(self.rounds)[rows]
+        refined, before = (pairwise_accuracy(costs, seen[rows, c], keys) for c in (0, 2))
+        return "local" if before > refined + 1e-12 else "run"
+
     # ----------------------------------------------------------------- state
     def state(self) -> dict:
         """The run's measurements as arrays (with :meth:`restore`, a saved run)."""
@@ -267,4 +286,5 @@ class OnlineModel:
         self.seen = [tuple(row) for row in seen]
         self.refined, self.session, self.weight, self.weights = self.prior, None, {}, []
         self.local, self.pair = {}, {}
+        self.first_pair = PAIRS.get(self.mode, ("run",))[0]
         self._fit(None)
