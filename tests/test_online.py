@@ -256,3 +256,22 @@ def test_an_empty_saved_run_restores_and_a_malformed_one_is_refused(prior):
            "rounds": np.zeros(4, int), "seen": np.zeros((4, 3))}
     with pytest.raises(GbxferError, match="3 columns"):
         again.restore(bad)
+
+
+@pytest.mark.parametrize("better,expected", [(2, "local"), (0, "run")])
+def test_choose_ranks_new_tasks_by_the_prior_that_ranked_first_rounds_better(prior, better,
+                                                                            expected):
+    """Before a task has models of its own, mode ``choose`` has scored its rounds with the prior
+    refined on the other tasks (column 0) and the prior as it was (column 2): a task not
+    measured yet goes to whichever ranked those rounds better; rounds scored by a task's own
+    session model (column 3) do not count."""
+    model = OnlineModel(prior, COLUMNS, "choose")
+    costs = np.tile([1.0, 2.0, 3.0, 4.0], 4)
+    seen = np.full((16, 4), np.nan)
+    seen[:, [0, 2]] = costs[:, None]  # both wrong: higher scores for slower programs
+    seen[:4, better] = -costs[:4]  # ... except one, in the round before own models
+    seen[4:, 3] = 0.0  # three rounds after the task's own models existed
+    seen[4:, 2 - better] = -costs[4:]  # where the other was right: not counted
+    model.costs, model.rounds = list(costs), list(np.repeat(range(4), 4))
+    model.seen = [tuple(row) for row in seen]
+    assert model.choose_first_pair() == expected
