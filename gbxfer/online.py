@@ -29,9 +29,8 @@ pair and weight that ranked its latest rounds best, run-wide on ties: compared o
 both pairs scored, so on one round just after the task's own pair exists; without a prior, the
 two session models; a task not measured yet is ranked by the refined prior, or by the prior as
 it was before the run where that ranked the run's rounds before their tasks' own models
-better), ``refine`` (``w = 0``
-always: gbxfer's update before 2026-12-02), ``session`` (a task's first round by the prior,
-then ``w = 1``) and ``prior`` (never updated).
+better), ``refine`` (``w = 0`` always: gbxfer's update before 2026-12-02), ``session`` (a
+task's first round by the prior, then ``w = 1``) and ``prior`` (never updated).
 """
 from __future__ import annotations
 
