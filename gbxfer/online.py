@@ -101,11 +101,8 @@ class OnlineModel:
         self.update_trees, self.session_trees = update_trees, session_trees
         self.min_samples, self.window, self.seed = min_samples, window, seed
         self.rng = np.random.default_rng(seed)
-        self.refined, self.session = prior, None
-        self.local: dict[str, tuple] = {}  # modes "local", "choose": task -> (refined, session)
-        self.weight: dict[str, float] = {}  # the session model's weight, per task
-        self.pair: dict[str, str] = {}  # the pair of models that ranks each task (PAIRS)
-        self.first_pair = PAIRS.get(mode, ("run",))[0]  # ... and a task not measured yet
+        self.pairs = PAIRS.get(mode, ("run",))  # the pairs of models this mode scores with
+        self._clear_models()
         # the run's valid measurements, one row each, with the round they came in and the
         # scores the models gave them before seeing them (run-wide refined and session, the
         # task's own refined and session; NaN where a mode has no such model)
@@ -114,6 +111,14 @@ class OnlineModel:
         self.groups: list[str] = []
         self.rounds: list[int] = []
         self.seen: list[tuple] = []
+
+    def _clear_models(self) -> None:
+        """The models and choices before any measurement."""
+        self.refined, self.session = self.prior, None
+        self.local: dict[str, tuple] = {}  # modes "local", "choose": task -> (refined, session)
+        self.weight: dict[str, float] = {}  # the session model's weight, per task
+        self.pair: dict[str, str] = {}  # the pair of models that ranks each task (PAIRS)
+        self.first_pair = self.pairs[0]  # ... and a task not measured yet
         self.weights: list[tuple[str, float]] = []  # (task, weight) chosen after each round
 
     # ----------------------------------------------------------------- scoring
@@ -154,7 +159,7 @@ class OnlineModel:
             return
         X, costs = X[ok], costs[ok]
         seen = np.full((len(X), 4), np.nan)
-        for pair in PAIRS.get(self.mode, ("run",)):
+        for pair in self.pairs:
             for column, scores in zip(_COLUMNS[pair], self._raw(X, group, pair)):
                 if scores is not None:
                     seen[:, column] = scores
@@ -219,19 +224,19 @@ class OnlineModel:
         seen = np.array(self.seen, dtype=float).reshape(-1, 4)
         rounds, tasks = np.array(self.rounds), np.array(self.groups) == group
         # every pair on the same rounds; the preferred pair alone where the others scored none
-        for pairs in (PAIRS[self.mode], PAIRS[self.mode][:1]):
+        for pairs in (self.pairs, self.pairs[:1]):
             columns = [c for pair in pairs for c in _COLUMNS[pair][first:]]
             rows = tasks & np.isfinite(seen[:, columns]).all(axis=1)
             if rows.any():
                 break
         else:
-            return weights[0], PAIRS[self.mode][0]
+            return weights[0], self.pairs[0]
         rows &= np.isin(rounds, np.unique(rounds[rows])[-self.window:])
-        keys, costs = rounds[rows], np.array(self.costs)[rows]
-        ranks = np.full((len(keys), 4), np.nan)  # each model's ranks within its round, once
+        keys, costs, scored = rounds[rows], np.array(self.costs)[rows], seen[rows]
+        ranks = np.full_like(scored, np.nan)  # each model's ranks within its round, once
         for idx in group_indices(keys):
             for column in columns:
-                ranks[idx, column] = batch_ranks(seen[rows][idx, column])
+                ranks[idx, column] = batch_ranks(scored[idx, column])
         best, best_accuracy = (weights[0], pairs[0]), -np.inf
         for pair in pairs:
             refined, session = _COLUMNS[pair]
@@ -280,10 +285,8 @@ class OnlineModel:
             old = np.asarray(state["seen"], dtype=float).reshape(n, -1)
             if old.shape[1] not in (2, 4):
                 raise GbxferError(f"a saved run's scores have {old.shape[1]} columns, not 2 or 4")
-            first = _COLUMNS[PAIRS.get(self.mode, ("run",))[0]][0] if old.shape[1] == 2 else 0
+            first = _COLUMNS[self.pairs[0]][0] if old.shape[1] == 2 else 0
             seen[:, first:first + old.shape[1]] = old
         self.seen = [tuple(row) for row in seen]
-        self.refined, self.session, self.weight, self.weights = self.prior, None, {}, []
-        self.local, self.pair = {}, {}
-        self.first_pair = PAIRS.get(self.mode, ("run",))[0]
+        self._clear_models()
         self._fit(None)
