@@ -21,15 +21,16 @@ programs all ran alike, and tuned again without it the run ended level (docs/ben
 ``scripts/first_rounds.py``). Without a prior (a cold start) the scores are random until
 ``min_samples`` measurements (in mode ``local``: of the task), then the session model's.
 
-``mode`` selects an ablation: ``blend`` (the default), ``local`` (``blend`` with both models
-fitted per task on that task's measurements alone, as a run tuning only that task would fit
-them; a task not measured yet is ranked by the prior as it was before the run), ``choose``
-(both pairs of models, the run-wide and the task's own, and after every round of a task the
-pair and weight that ranked its latest rounds best, run-wide on ties: compared on the rounds
-both pairs scored, so on one round just after the task's own pair exists; without a prior, the
-two session models; a task not measured yet is ranked by the refined prior, or by the prior as
-it was before the run where that ranked the run's rounds before their tasks' own models
-better), ``refine`` (``w = 0`` always: gbxfer's update before 2026-12-02), ``session`` (a
+``mode`` selects among these: ``choose`` (the default since 2026-12-05: both pairs of models,
+the run-wide one above and the task's own, fitted per task on that task's measurements alone,
+and after every round of a task the pair and weight that ranked its latest rounds best,
+run-wide on ties: compared on the rounds both pairs scored, so on one round just after the
+task's own pair exists; without a prior, the two session models; a task not measured yet is
+ranked by the refined prior, or by the prior as it was before the run where that ranked the
+run's rounds before their tasks' own models better), ``blend`` (the run-wide pair only: the
+default until 2026-12-05; level with ``choose`` in two real ResNet-50 runs, behind it in 16 of
+19 replayed cells, docs/benchmarks.md), ``local`` (the task's own pair only; a task not
+measured yet is ranked by the prior as it was before the run), ``refine`` (``w = 0`` always: gbxfer's update before 2026-12-02), ``session`` (a
 task's first round by the prior, then ``w = 1``) and ``prior`` (never updated).
 """
 from __future__ import annotations
@@ -43,6 +44,7 @@ from .model._ranker import paired
 
 WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
 MODES = ("blend", "local", "choose", "refine", "session", "prior")
+DEFAULT_MODE = "choose"
 # the pairs of (refined, session) models each blending mode chooses among, in order of preference
 PAIRS = {"blend": ("run",), "local": ("local",), "choose": ("run", "local")}
 _COLUMNS = {"run": (0, 1), "local": (2, 3)}  # where each pair's scores are kept in ``seen``
@@ -78,7 +80,8 @@ class OnlineModel:
     columns : list of str
         The feature columns of the rows given to :meth:`score` and :meth:`observe` (the prior's
         own when there is one).
-    mode : {"blend", "local", "choose", "refine", "session", "prior"}
+    mode : {"choose", "blend", "local", "refine", "session", "prior"}
+        Default: ``choose``.
     update_trees : int
         Trees the refined model adds to the prior, refitted after every round.
     session_trees : int
@@ -90,7 +93,7 @@ class OnlineModel:
     seed : int
     """
 
-    def __init__(self, prior: SavedModel | None, columns, mode: str = "blend",
+    def __init__(self, prior: SavedModel | None, columns, mode: str = DEFAULT_MODE,
                  update_trees: int = 20, session_trees: int = 100, min_samples: int = 16,
                  window: int = 3, seed: int = 0):
         if mode not in MODES:

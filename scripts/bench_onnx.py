@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 from _results import RESULTS, print_table, stamp, write_results
 
-from gbxfer.online import MODES
+from gbxfer.online import DEFAULT_MODE, MODES
 
 METHODS = {"gbxfer": "gbxfer", "xgb": "XGBModel"}
 
@@ -422,8 +422,8 @@ def main() -> None:
     parser.add_argument("--population", type=int,
                         help="gbxfer tune --population for gbxfer's run (default: gbxfer "
                              "tune's; XGBModel's: 512)")
-    parser.add_argument("--online", default="blend", choices=MODES,
-                        help="gbxfer tune --online for gbxfer's run (default: blend)")
+    parser.add_argument("--online", default=DEFAULT_MODE, choices=MODES,
+                        help=f"gbxfer tune --online for gbxfer's run (default: {DEFAULT_MODE})")
     parser.add_argument("--bert-layers", type=int, default=12)
     parser.add_argument("--work", type=Path, default=RESULTS / "bench_onnx")
     parser.add_argument("--name", default="bench_onnx")

@@ -21,7 +21,7 @@ program features included, per method; target 1,000,000 records in under 120 s o
 
 Datasets: bundled, a100 (the older-TVM MetaSchedule database), ansor-x86, ansor-a100,
 ansor-rtx3080 (Ansor logs), or a dataset path. Results: scripts/results/NAME.{json,csv,png}
-(NAME: bench_pruning_<dataset>[_<config>], bench_pruning_tasks, bench_pruning_speed).
+(NAME: --name, or bench_pruning_<dataset>[_<config>], bench_pruning_tasks, bench_pruning_speed).
 """
 from __future__ import annotations
 
@@ -168,28 +168,32 @@ def main() -> None:
     parser.add_argument("--tasks", action="store_true", help="task-level coreset (bundled)")
     parser.add_argument("--speed-only", action="store_true")
     parser.add_argument("--size", type=int, default=1_000_000)
+    parser.add_argument("--name", default=None,
+                        help="results file name (default: bench_pruning_<dataset>[_<config>], "
+                             "bench_pruning_tasks[_<config>] or bench_pruning_speed)")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     config = load_model_config(args.config)
     if args.speed_only:
         rows = prune_speed(load_dataset("bundled"), args.size)
         print_table(rows)
-        write_results("bench_pruning_speed", rows, size=args.size)
+        write_results(args.name or "bench_pruning_speed", rows, size=args.size)
         return
     name = args.dataset or ("bundled" if args.tasks else "a100")
     dataset = load(name)
     suffix = f"_{args.config}" if args.config else ""
     if args.tasks:
         rows, summary = task_rows(dataset, config, seeds)
-        out = f"bench_pruning_tasks{suffix}"
+        out = args.name or f"bench_pruning_tasks{suffix}"
     else:
         rows, summary = records_rows(dataset, config, seeds)
-        out = f"bench_pruning_{name.replace('/', '_')}{suffix}"
+        out = args.name or f"bench_pruning_{name.replace('/', '_')}{suffix}"
         plot(rows, out, f"{name}, {args.config or 'default'} model, {len(seeds)} seeds")
     print_table(rows)
     print(summary)
-    write_results(out, rows, dataset=name, config=args.config or "default", seeds=seeds,
-                  summary=summary)
+    write_results(out, rows, dataset=name, config=args.config or "default",
+                  model={"blocks": list(config.blocks), "params": dict(config.params)},
+                  seeds=seeds, summary=summary)
 
 
 if __name__ == "__main__":

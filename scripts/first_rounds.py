@@ -53,12 +53,12 @@ def main() -> None:
     records = fm.records.reset_index(drop=True)  # in the order measured
     xgb = ingest([args.work / "xgb" / "metaschedule"], **where).filter(valid=True).records
     xgb_best = xgb.groupby("task_key")["latency"].min()
-    argv = json.loads((args.work / args.method / "summary.json").read_text())["command"][
-        "argv"].split()
+    summary = json.loads((args.work / args.method / "summary.json").read_text())
+    argv = summary["command"]["argv"].split()
     option = {name: argv[argv.index(name) + 1] for name in ("--seed", "--online")
               if name in argv}
-    model = OnlineModel(prior, fm.columns, option.get("--online", "blend"),
-                        seed=int(option.get("--seed", 0)))
+    mode = summary.get("online", {}).get("mode") or option.get("--online", "blend")
+    model = OnlineModel(prior, fm.columns, mode, seed=int(option.get("--seed", 0)))
     keys, latency = records["task_key"].to_numpy(), records["latency"].to_numpy(float)
     valid = records["valid"].to_numpy(bool)
     ends = pd.read_csv(args.work / args.method / "curve.csv")["trials"].to_numpy()

@@ -96,7 +96,7 @@ def test_cold_start_is_random_then_learns():
 
 
 def test_failed_measurements_are_skipped_and_a_saved_run_restores(prior):
-    model = OnlineModel(prior, COLUMNS, min_samples=8)
+    model = OnlineModel(prior, COLUMNS, "blend", min_samples=8)
     X = np.random.default_rng(2).normal(size=(12, 4))
     costs = _latency(X, -1)
     costs[[0, 5]] = [np.nan, np.inf]
@@ -104,14 +104,14 @@ def test_failed_measurements_are_skipped_and_a_saved_run_restores(prior):
     model.observe(X[:0], costs[:0], "t")  # nothing measured
     assert len(model.costs) == 10 and model.rounds == [0] * 10
     _run(model, sign=-1, rounds=3)
-    again = OnlineModel(prior, COLUMNS, min_samples=8)
+    again = OnlineModel(prior, COLUMNS, "blend", min_samples=8)
     again.restore(model.state())
     test = np.random.default_rng(9).normal(size=(50, 4))
     assert again.weight == model.weight and set(model.weight) == {"t", "task"}
     for task in ("t", "task"):
         assert np.allclose(again.score(test, task), model.score(test, task))
-    # a new task is ranked by the refined prior, even one that ranked the run's rounds
-    # worse than chance (until 2026-12-05 it started at random then)
+    # in mode blend a new task is ranked by the refined prior, even one that ranked the run's
+    # rounds worse than chance (until 2026-12-05 it started at random then)
     assert np.allclose(again.score(test, "unseen"), batch_ranks(
         again.refined.predict(test, COLUMNS)))
 

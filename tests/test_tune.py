@@ -43,9 +43,9 @@ def test_tune_writes_database_curve_and_summary(tmp_path):
     assert 0 < builds["seconds"] < summary["seconds"]
     assert summary["cost_model_seconds"]["predict"] < summary["search_seconds"]
     assert summary["search_seconds"] + builds["seconds"] < summary["seconds"]
-    assert summary["online"]["mode"] == "blend"  # cold: the session model once it exists
+    assert summary["online"]["mode"] == "choose"  # cold: the session model once it exists
     assert summary["online"]["tasks_led_by_session"] >= 1  # tasks measured after 16 trials
-    assert summary["online"]["tasks_ranked_by_their_own_models"] == 0  # blend: run-wide
+    assert summary["online"]["tasks_ranked_by_their_own_models"] == 0  # < 16 trials per task
     ds = ingest([out / "metaschedule"])
     assert ds.records["task_key"].nunique() == 2 and ds.records["valid"].sum() >= 8
 

@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import GbxferError
 from ..config_files import find_config
 from ..hardware.profiles import load_profile
-from ..online import MODES
+from ..online import DEFAULT_MODE, MODES
 from ..records._parallel import usable_cpus
 from ..records.suite import load_suite
 from ._common import (command_stamp, fraction, non_negative_int, output_folder,
@@ -73,15 +73,14 @@ def add_parser(verbs, common):
     p.add_argument("--cost-model", choices=("gbxfer", "xgb", "random"), default="gbxfer")
     p.add_argument("--model", default="pretrained", metavar="MODEL",
                    help="gbxfer model folder, 'pretrained' (shipped) or 'none' (cold start)")
-    p.add_argument("--online", choices=MODES, default="blend",
-                   help="how the run's measurements update the gbxfer model: blend (default: "
-                        "the model refined on them, blended with a model of them alone by "
-                        "which ranked the latest rounds better), local (blend, both models "
-                        "fitted per task on that task's measurements alone), choose (per "
-                        "task, the run-wide pair or the task's own, whichever ranked its "
-                        "latest rounds better), refine (the "
-                        "model refined only), session (their own model after a task's first "
-                        "round), prior (never updated)")
+    p.add_argument("--online", choices=MODES, default=DEFAULT_MODE,
+                   help="how the run's measurements update the gbxfer model: blend (the model "
+                        "refined on them, blended with a model of them alone by which ranked "
+                        "the latest rounds better), local (blend, both models fitted per task "
+                        "on that task's measurements alone), choose (default: per task, the "
+                        "blend pair or the local one, whichever ranked its latest rounds "
+                        "better), refine (the model refined only), session (their own model "
+                        "after a task's first round), prior (never updated)")
     p.add_argument("--input-shape", type=input_shape_option, action="append",
                    metavar="NAME=D1,D2,...",
                    help="with --onnx: the shape of input NAME, fixing its dynamic dimensions "

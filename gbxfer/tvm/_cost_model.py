@@ -4,7 +4,9 @@
 uses them) and returns non-negative scores, higher = faster. ``update`` hands the measurements
 to :class:`gbxfer.online.OnlineModel`: the pretrained model boosted a few trees further on the
 run's measurements, blended with a model of the run's measurements alone by how well each
-ranked the latest rounds, so that the run's own data takes over when it ranks better. Without
+ranked the latest rounds, so that the run's own data takes over when it ranks better; by
+default (``online="choose"``) each task also gets that pair fitted on its own measurements,
+and whichever pair ranked the task's latest rounds better ranks its next candidates. Without
 a pretrained model (cold start) it predicts random scores until it has ``min_samples``
 measurements, then ranks by the session's data alone.
 """
@@ -23,7 +25,7 @@ from ..features._program import ProgramFeaturizer
 from ..records.formats._metaschedule import describe_task, run_latency
 from ..hardware.descriptor import HardwareDescriptor
 from ..model import PRETRAINED, SavedModel
-from ..online import OnlineModel
+from ..online import DEFAULT_MODE, OnlineModel
 from ._json import to_python
 from ._intrinsics import import_tensor_intrinsics
 
@@ -43,8 +45,9 @@ class GbxferCostModel(PyCostModel):
     hardware : str, optional
         Hardware profile name whose descriptor the model sees (default: derived from the
         tuning target).
-    online : {"blend", "local", "choose", "refine", "session", "prior"}
-        How the run's measurements update the model (:mod:`gbxfer.online`).
+    online : {"choose", "blend", "local", "refine", "session", "prior"}
+        How the run's measurements update the model (:mod:`gbxfer.online`; default
+        ``choose``).
     update_trees : int
         Trees each update adds to the pretrained model on the run's measurements.
     min_samples : int
@@ -52,7 +55,7 @@ class GbxferCostModel(PyCostModel):
     seed : int
     """
 
-    def __init__(self, model="pretrained", hardware=None, online="blend", update_trees=20,
+    def __init__(self, model="pretrained", hardware=None, online=DEFAULT_MODE, update_trees=20,
                  min_samples=16, seed=0):
         super().__init__()
         import_tensor_intrinsics()  # before the tuning run's first TuneContext
