@@ -14,7 +14,8 @@ task's latest ``window`` rounds best *before they were seen*: each round is scor
 predictions the two models made before they were refitted on it (prequential pairwise accuracy,
 pairs within one round). Ties keep the smaller weight: for each task the prior leads until the
 run's own model ranks that task's new measurements better, and gives way as soon as it does. A
-task not measured yet is ranked by the refined prior (the session model knows nothing of it).
+task not measured yet is ranked by the refined prior (the session model knows nothing of it;
+in mode ``choose``, possibly by the prior as it was before the run, see below).
 Until 2026-12-05 its first round was drawn at random once the refined prior had ranked the
 run's rounds no better than chance; in a ResNet-50 run that check fired on a reduction whose
 programs all ran alike, and tuned again without it the run ended level (docs/benchmarks.md,

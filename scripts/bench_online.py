@@ -29,12 +29,14 @@ valid records; the target machine is never in its training data, except in ``res
                                        programs bench_onnx.py's ResNet-50 runs measured on the
                                        Zen 4 (bench_onnx_zen4/, tasks with >= 200; rounds of 16)
 
-Arms (gbxfer.online modes): ``blend`` (the default since 2026-12-02), ``refine`` (the update
+Arms (gbxfer.online modes): ``blend`` (the default from 2026-12-02 to 2026-12-05, the arm the
+others are paired to), ``refine`` (the update
 before it: the prior boosted 20 trees further on the run's data), ``session`` (the prior for
 the first round, then a model of the run's data alone), ``prior`` (never updated), ``cold``
 (no prior: random until 16 measurements, then the run's data alone, as TVM's XGBModel) and
-``random``; by name only, ``local`` (blend with per-task models), ``choose`` (per task, the
-run-wide pair of models or the task's own, whichever ranked its latest rounds better) and
+``random``; by name only, ``local`` (blend with per-task models), ``choose`` (the default
+since 2026-12-05: per task, the run-wide pair of models or the task's own, whichever ranked its
+latest rounds better) and
 ``blend-random-start`` (blend as it was until 2026-12-05, when a new task's first round was
 drawn at random once the refined prior had ranked the run's rounds no better than chance).
 Reported per setting and trials: the geometric mean over tasks of best found / pool best, the

@@ -197,7 +197,7 @@ def tune_run(model_path: Path, method: str, args, out: Path) -> dict:
             raise SystemExit(f"{out} was tuned with --population {population}, not "
                              f"{args.population}: give another --work")
         online = summary.get("online", {}).get("mode", "blend")
-        if method == "gbxfer" and online != args.online:
+        if method == "gbxfer" and args.online not in (None, online):
             raise SystemExit(f"{out} was tuned with --online {online}, not {args.online}: "
                              "give another --work")
         return summary
@@ -209,7 +209,8 @@ def tune_run(model_path: Path, method: str, args, out: Path) -> dict:
                args.hardware, "--minutes", str(args.minutes), "--cost-model", method,
                "--seed", str(args.seed), "--jobs", str(args.jobs), "--out", str(out)]
     if method == "gbxfer":
-        command[-2:-2] = ["--population", str(args.population), "--online", args.online]
+        command[-2:-2] = ["--population", str(args.population), "--online",
+                          args.online or DEFAULT_MODE]
     print("$", " ".join(command), flush=True)
     subprocess.run(command, check=False)  # outputs beyond tolerance exit 2, summary written
     if not (out / "summary.json").exists():
@@ -422,8 +423,10 @@ def main() -> None:
     parser.add_argument("--population", type=int,
                         help="gbxfer tune --population for gbxfer's run (default: gbxfer "
                              "tune's; XGBModel's: 512)")
-    parser.add_argument("--online", default=DEFAULT_MODE, choices=MODES,
-                        help=f"gbxfer tune --online for gbxfer's run (default: {DEFAULT_MODE})")
+    parser.add_argument("--online", choices=MODES,
+                        help="gbxfer tune --online for gbxfer's run (default: a new run "
+                             f"{DEFAULT_MODE}, gbxfer tune's default; a run already in --work "
+                             "as it was tuned)")
     parser.add_argument("--bert-layers", type=int, default=12)
     parser.add_argument("--work", type=Path, default=RESULTS / "bench_onnx")
     parser.add_argument("--name", default="bench_onnx")
@@ -453,6 +456,8 @@ def main() -> None:
             onnx.save(graph, str(path))
         for method in METHODS:
             tune_run(path, method, args, work / method)
+        online = json.loads((work / "gbxfer" / "summary.json").read_text()).get(
+            "online", {}).get("mode", "blend")  # blend before the mode was recorded
         builds = build_points(path, {m: work / m for m in METHODS}, args, work)
         rows = []
         for threads in (1, 2):
@@ -472,7 +477,7 @@ def main() -> None:
                 f"{args.minutes:g} min; it ends at {entry['ends_at_over_onnxruntime']:.3g}x")
         write_results(args.name, rows, minutes=args.minutes, points=args.points,
                       hardware=args.hardware, repeats=args.repeats, jobs=args.jobs,
-                      population=args.population, online=args.online, cpu=cpu,
+                      population=args.population, online=online, cpu=cpu,
                       matches_onnxruntime=matches)
         plot(rows, RESULTS / f"{args.name}.png")
 

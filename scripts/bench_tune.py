@@ -101,14 +101,20 @@ def run_one(tasks, weights, method, seed, profile, trials, pretrained, source, n
     from gbxfer.tvm._tune import tune
 
     path = results_dir() / "runs" / f"{name}.json"
+    model = cost_model(method, seed, profile, pretrained, source)
+    online = getattr(getattr(model, "online", None), "mode", None)  # gbxfer's online mode
     if path.exists():
-        return json.loads(path.read_text())
+        row = json.loads(path.read_text())
+        tuned = row.get("online", "unrecorded (before 2026-12-05)" if online else None)
+        if tuned != online:
+            raise SystemExit(f"{path} was tuned with online mode {tuned}, not {online}: "
+                             "move it away to tune it again")
+        return row
     out = results_dir() / "work" / name
     shutil.rmtree(out, ignore_errors=True)  # what a run stopped halfway left must not seed this one
-    model = cost_model(method, seed, profile, pretrained, source)
     result = tune(tasks, profile, model, trials, out, seed=seed, trials_per_iter=16,
                   weights=weights)
-    row = {"name": name, "method": method, "seed": seed, "tasks": result.names,
+    row = {"name": name, "method": method, "online": online, "seed": seed, "tasks": result.names,
            "weights": weights, "curve": result.curve.to_dict("list"),
            "weighted": result.weighted_latency().tolist(),
            "cost_model_seconds": result.cost_model_seconds, "rounds": result.rounds,

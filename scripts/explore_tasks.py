@@ -56,6 +56,7 @@ def run_one(task, method: str, seed: int, profile, trials: int, population: int,
     (partial / "done.json").write_text(json.dumps({
         "seconds": result.seconds, "trials": int(result.curve["trials"].max()),
         "budget": trials, "population": population, "explore": explore,
+        "online": getattr(getattr(cost_model, "online", None), "mode", None),
         "hardware": profile.name}))
     partial.rename(out)
 

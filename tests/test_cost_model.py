@@ -39,6 +39,7 @@ def test_cold_start_is_random_then_learns(task):
 
     context, candidates = task
     model = GbxferCostModel(model=None, min_samples=16)
+    assert model.online.mode == "choose"  # the default online mode
     model.update(context, [], [])  # MetaSchedule calls it with empty lists
     scores = model.predict(context, candidates)
     assert scores.dtype == np.float64 and (scores >= 0).all()

@@ -216,6 +216,7 @@ def test_local_mode_without_a_prior_ranks_by_each_tasks_session_model():
 
 
 def test_the_pair_a_task_starts_with(prior):
+    assert OnlineModel(prior, COLUMNS).mode == "choose"  # the default since 2026-12-05
     assert OnlineModel(prior, COLUMNS, "choose").pair_of("new") == "run"
     assert OnlineModel(prior, COLUMNS, "local").pair_of("new") == "local"
     assert OnlineModel(prior, COLUMNS, "blend").pair_of("new") == "run"

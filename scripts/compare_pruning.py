@@ -1,0 +1,131 @@
+"""Variants of the coreset pruning, paired to it: which way of choosing a group's programs keeps
+the most ranking quality.
+
+    python scripts/compare_pruning.py [--dataset a100] [--keep 0.2,0.4] [--first-seed 100]
+                                      [--seeds 5] [--name compare_pruning_a100]
+
+For each seed, a within-task split (test fraction 0.3, as scripts/bench_pruning.py), the
+training part pruned to each kept fraction by each variant, the default model trained on it and
+evaluated on the whole test part; all training data is the reference. Variants:
+
+* ``coreset``: ``gbxfer prune``'s coreset as it is (k-means medoids over program features and
+  log latency, at least 2 programs per group);
+* ``medoids``: the same, with each group's random draws from its own seeded generator, so that
+  the variants below differ from it only where they differ (the reference they are paired to);
+* ``whole8``: groups of up to 8 programs kept whole;
+* ``latency2`` / ``latency0.5``: the log-latency coordinate weighted 2x / 0.5x;
+* ``fastest0.2``: the fastest 20% of each group's budget first, medoids of the rest;
+* ``random``: a uniform draw per group.
+
+Reported per variant and kept fraction: mean PCA (and ``pca_3``: over groups with at least 3
+test programs, which a single test pair cannot swing), the paired difference to all training
+data and to ``medoids``, with 95% CIs. Choices on seeds 100-104 (the default), reported on 0-4.
+Results: scripts/results/NAME.{json,csv}.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+
+import numpy as np
+from _bench import ci95
+from _results import print_table, write_results
+from bench_pruning import load
+
+from gbxfer import SplitSpec
+from gbxfer.features import build
+from gbxfer.model import load_model_config
+from gbxfer.pruning import COMPONENTS, group_points, k_means_medoids, select
+from gbxfer.training import evaluate, train, training_part
+
+# variant: (groups kept whole up to this size, log-latency weight, fastest share of the budget)
+VARIANTS = {"medoids": (2, 1.0, 0.0), "whole8": (8, 1.0, 0.0), "latency2": (2, 2.0, 0.0), "latency0.5": (2, 0.5, 0.0),
+            "fastest0.2": (2, 1.0, 0.2)}
+
+
+def variant_select(part, keep: float, seed: int, whole: int, latency_weight: float,
+                   fastest: float) -> np.ndarray:
+    """Positions of the kept valid records: per group, ``fastest`` of the budget by latency,
+    then k-means medoids (``gbxfer.pruning``'s) over points with the latency reweighted; each
+    group's draws from a generator seeded with (``seed``, the group's number)."""
+    valid = np.flatnonzero(part.records["valid"].to_numpy())
+    X = build(part.select(valid), ["program"]).X.astype(float)
+    records = part.records.iloc[valid]
+    latency = records["latency"].to_numpy()
+    kept = []
+    groups = records.groupby(["task_key", "hardware"], sort=True).indices.values()
+    for number, rows in enumerate(groups):
+        rng = np.random.default_rng([seed, number])
+        n = len(rows)
+        k = n if n <= whole else min(n, max(2, math.ceil(keep * n)))
+        if k == n:
+            kept.append(valid[rows])
+            continue
+        order = np.argsort(latency[rows], kind="stable")
+        first = order[:round(fastest * k)]
+        rest = np.sort(order[len(first):])
+        points = group_points(X[rows[rest]], latency[rows[rest]], COMPONENTS)
+        points[:, -1] *= latency_weight
+        chunks = np.array_split(rng.permutation(len(rest)), math.ceil(len(rest) / 1024))
+        shares = np.diff(np.round(np.linspace(0, k - len(first), len(chunks) + 1))).astype(int)
+        chosen = np.concatenate([chunk[k_means_medoids(points[chunk], int(m),
+                                                       int(rng.integers(2**31)))]
+                                 for chunk, m in zip(chunks, shares) if m])
+        kept.append(valid[rows[np.concatenate([first, rest[chosen]])]])
+    return np.sort(np.concatenate(kept))
+
+
+def pca_3(report: dict) -> float:
+    """Mean PCA over the groups with at least 3 test programs."""
+    values = [g["pca"] for g in report["by_task"].values() if g["group_size_min"] >= 3]
+    return float(np.mean(values))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default="a100")
+    parser.add_argument("--keep", default="0.2,0.4")
+    parser.add_argument("--first-seed", type=int, default=100)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--name", default=None)
+    args = parser.parse_args()
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    fractions = [float(k) for k in args.keep.split(",")]
+    dataset, config = load(args.dataset), load_model_config(None)
+    names = ["coreset", *VARIANTS, "random"]
+    runs = {}  # (variant, keep) -> per-seed (pca, pca_3) differences to all training data
+    for seed in seeds:
+        split = SplitSpec("within-task", 0.3, seed)
+        part = training_part(dataset, split)
+        full = evaluate(train(part, config, split, seed=seed), dataset)
+        for keep in fractions:
+            for name in names:
+                if name in VARIANTS:
+                    kept = variant_select(part, keep, seed, *VARIANTS[name])
+                else:
+                    kept = select(part, keep, name, seed)
+                report = evaluate(train(part.select(kept), config, split, seed=seed), dataset)
+                runs.setdefault((name, keep), []).append(
+                    (report["pca"], pca_3(report), full["pca"], pca_3(full)))
+                print(seed, keep, name, round(report["pca"], 4), "all", round(full["pca"], 4),
+                      flush=True)
+    rows = []
+    for keep in fractions:
+        base = np.array(runs[("medoids", keep)])
+        for name in names:
+            r = np.array(runs[(name, keep)])
+            row = {"variant": name, "keep": keep, "seeds": len(r)}
+            for i, metric in enumerate(("pca", "pca_3")):
+                row[metric] = round(float(r[:, i].mean()), 4)
+                for ref, values in (("full", r[:, i + 2]), ("medoids", base[:, i])):
+                    d, ci = ci95(r[:, i] - values)
+                    row[f"d_{metric}_{ref}"] = round(d, 4)
+                    row[f"d_{metric}_{ref}_ci"] = round(ci, 4)
+            rows.append(row)
+    print_table(rows)
+    write_results(args.name or f"compare_pruning_{args.dataset}", rows, dataset=args.dataset,
+                  seeds=list(seeds), fractions=fractions)
+
+
+if __name__ == "__main__":
+    main()
