@@ -31,8 +31,9 @@ ranked by the refined prior, or by the prior as it was before the run where that
 run's rounds before their tasks' own models better), ``blend`` (the run-wide pair only: the
 default until 2026-12-05; level with ``choose`` in two real ResNet-50 runs, behind it in 16 of
 19 replayed cells, docs/benchmarks.md), ``local`` (the task's own pair only; a task not
-measured yet is ranked by the prior as it was before the run), ``refine`` (``w = 0`` always: gbxfer's update before 2026-12-02), ``session`` (a
-task's first round by the prior, then ``w = 1``) and ``prior`` (never updated).
+measured yet is ranked by the prior as it was before the run), ``refine`` (``w = 0`` always:
+gbxfer's update before 2026-12-02), ``session`` (a task's first round by the prior, then
+``w = 1``) and ``prior`` (never updated).
 """
 from __future__ import annotations
 
@@ -258,12 +259,14 @@ class OnlineModel:
         ``local`` column 2), beside the prior refined on the other tasks (column 0): ``local``
         where the prior as it was ranked the run's rounds before their tasks' own models better
         (pairwise, within rounds), else ``run``."""
+        refined, (before, own) = _COLUMNS["run"][0], _COLUMNS["local"]
         seen = np.array(self.seen, dtype=float).reshape(-1, 4)
-        rows = np.isnan(seen[:, 3]) & np.isfinite(seen[:, [0, 2]]).all(axis=1)
+        rows = np.isnan(seen[:, own]) & np.isfinite(seen[:, [refined, before]]).all(axis=1)
         if not rows.any():
             return "run"
         costs, keys = np.array(self.costs)[rows], np.array(self.rounds)[rows]
-        refined, before = (pairwise_accuracy(costs, seen[rows, c], keys) for c in (0, 2))
+        refined, before = (pairwise_accuracy(costs, seen[rows, c], keys)
+                           for c in (refined, before))
         return "local" if before > refined + 1e-12 else "run"
 
     # ----------------------------------------------------------------- state

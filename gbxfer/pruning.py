@@ -89,6 +89,17 @@ def k_means_medoids(points: np.ndarray, k: int, seed: int) -> np.ndarray:
     return np.sort(chosen)
 
 
+def coreset(points: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """Indices of ``k`` of ``points``: k-means medoids (:func:`k_means_medoids`) within random
+    chunks of at most ``CHUNK`` points, each chunk's share of ``k`` in proportion to its size
+    (the chunks and the clusterings' seeds drawn from ``rng``)."""
+    n = len(points)
+    chunks = np.array_split(rng.permutation(n), math.ceil(n / CHUNK))
+    shares = np.diff(np.round(np.linspace(0, k, len(chunks) + 1))).astype(int)
+    return np.concatenate([chunk[k_means_medoids(points[chunk], int(m), int(rng.integers(2**31)))]
+                           for chunk, m in zip(chunks, shares) if m])
+
+
 def k_means_plus_plus(points: np.ndarray, k: int, seed: int) -> np.ndarray:
     """``k`` seed points for k-means (Arthur and Vassilvitskii's k-means++, one draw per seed)."""
     rng = np.random.default_rng(seed)
@@ -124,12 +135,7 @@ def select(dataset: Dataset, keep: float, method: str = "coreset", seed: int = 0
             chosen = rng.choice(n, size=k, replace=False) if k < n else np.arange(n)
         elif method == "coreset":
             latency = records["latency"].to_numpy()[rows]
-            points = group_points(X[rows], latency, COMPONENTS)
-            chunks = np.array_split(rng.permutation(n), math.ceil(n / CHUNK))
-            shares = np.diff(np.round(np.linspace(0, k, len(chunks) + 1))).astype(int)
-            chosen = np.concatenate([
-                chunk[k_means_medoids(points[chunk], int(m), int(rng.integers(2**31)))]
-                for chunk, m in zip(chunks, shares) if m])
+            chosen = coreset(group_points(X[rows], latency, COMPONENTS), k, rng)
         else:
             latency = records["latency"].to_numpy()[rows]
             fastest = list(np.argsort(latency, kind="stable")[:max(1, round(fast_share * k))])

@@ -454,10 +454,9 @@ def main() -> None:
             graph = resnet50(args.seed) if model == "resnet50" else bert(
                 args.seed, layers=args.bert_layers)
             onnx.save(graph, str(path))
-        for method in METHODS:
-            tune_run(path, method, args, work / method)
-        online = json.loads((work / "gbxfer" / "summary.json").read_text()).get(
-            "online", {}).get("mode", "blend")  # blend before the mode was recorded
+        summaries = {method: tune_run(path, method, args, work / method) for method in METHODS}
+        # blend before the mode was recorded
+        online = summaries["gbxfer"].get("online", {}).get("mode", "blend")
         builds = build_points(path, {m: work / m for m in METHODS}, args, work)
         rows = []
         for threads in (1, 2):
