@@ -37,6 +37,20 @@ MCPU_ALIASES = {
 }
 
 
+# Intel server generations archspec folds into the target of the same ISA (MCPU_ALIASES), told
+# apart by the CPUID model (family 6) so that two such machines keep two names: Emerald Rapids
+# (0xCF) reads as sapphirerapids, Granite Rapids (0xAD, 0xAE) too.
+INTEL_GENERATIONS = {0xCF: "emeraldrapids", 0xAD: "graniterapids", 0xAE: "graniterapids"}
+
+
+def generation(uarch: Microarchitecture, vendor: str, family: int, model: int) -> str:
+    """The name of the CPU generation: ``uarch.name``, or the generation of
+    :data:`INTEL_GENERATIONS` a CPUID family 6 ``model`` gives where archspec folds it into
+    ``uarch`` (an Emerald Rapids, model 207, -> ``emeraldrapids``, not ``sapphirerapids``)."""
+    name = INTEL_GENERATIONS.get(model) if (vendor, family) == ("GenuineIntel", 6) else None
+    return name if name and MCPU_ALIASES.get(name) == uarch.name else uarch.name
+
+
 class Pipes(NamedTuple):
     """Floating-point pipes of one core for vector operations of one width: how many pipes
     execute an FMA, a multiply, an add, and how many distinct pipes there are among them."""
@@ -161,9 +175,11 @@ def from_mcpu(mcpu: str) -> Microarchitecture | None:
 
 def from_machine(machine: str) -> Microarchitecture | None:
     """The microarchitecture a machine name ends with (``AMD EPYC (zen3)`` -> zen3, as
-    :func:`gbxfer.hardware.probe.host_machine` writes it), or None."""
+    :func:`gbxfer.hardware.probe.host_machine` writes it; a generation archspec folds into
+    another, ``Intel Xeon (emeraldrapids)``, -> that one, sapphirerapids), or None."""
     found = re.search(r"\(([\w.]+)\)\s*$", machine or "")
-    return archspec.cpu.TARGETS.get(found.group(1)) if found else None
+    name = found.group(1) if found else ""
+    return archspec.cpu.TARGETS.get(name) or archspec.cpu.TARGETS.get(MCPU_ALIASES.get(name, ""))
 
 
 def llvm_mcpu(uarch: Microarchitecture | None) -> str | None:

@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 from ..errors import GbxferError
 from .descriptor import FIELDS
-from .microarch import flops_per_lane_cycle, host, theoretical_peak_gflops
+from .microarch import flops_per_lane_cycle, generation, host, theoretical_peak_gflops
 
 # ISA name -> (compiler flags, vector bits, fused multiply-add, LLVM mcpu of that ISA level)
 ISAS = {
@@ -219,15 +219,22 @@ def kernel_asm(isa: str, chains: int | None = None) -> str:
                       chains=chains).read_text()
 
 
-def cpu_flags() -> set[str]:
-    """The CPU feature flags in /proc/cpuinfo (empty where there is none)."""
+def cpuinfo() -> dict[str, str]:
+    """The fields of the first CPU in /proc/cpuinfo (``model name``, ``flags``, ...; empty where
+    there is none)."""
+    info = {}
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return set(line.split(":", 1)[1].split())
+            key, _, value = line.partition(":")
+            info.setdefault(key.strip(), value.strip())
     except OSError:
         pass
-    return set()
+    return info
+
+
+def cpu_flags() -> set[str]:
+    """The CPU feature flags in /proc/cpuinfo (empty where there is none)."""
+    return set(cpuinfo().get("flags", "").split())
 
 
 def supported_isas() -> list[str]:
@@ -305,13 +312,8 @@ def cache_sizes_kb() -> dict:
 def cpu_model() -> str:
     """The CPU model name of /proc/cpuinfo without trademarks and filler words (``AMD EPYC``;
     ``Intel(R) Xeon(R) Processor`` -> ``Intel Xeon``)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return _plain_model(line.split(":", 1)[1])
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+    name = cpuinfo().get("model name")
+    return _plain_model(name) if name else platform.processor() or "unknown"
 
 
 def _plain_model(name: str) -> str:
@@ -321,8 +323,13 @@ def _plain_model(name: str) -> str:
 
 def host_machine() -> str:
     """This machine as profiles and records name it: the CPU model, then archspec's
-    microarchitecture in parentheses (``AMD EPYC (zen3)``)."""
-    return f"{cpu_model()} ({host().name})"
+    microarchitecture in parentheses (``AMD EPYC (zen3)``), or the generation the CPUID model
+    tells where archspec folds it into another (``Intel Xeon (emeraldrapids)``, see
+    :func:`gbxfer.hardware.microarch.generation`)."""
+    info = cpuinfo()
+    family, model = (int(info[k]) if info.get(k, "").isdigit() else -1
+                     for k in ("cpu family", "model"))
+    return f"{cpu_model()} ({generation(host(), info.get('vendor_id', ''), family, model)})"
 
 
 def probe(isa: str, threads: int, seconds: float = 0.25, repeats: int = 5,
