@@ -230,7 +230,9 @@ def cut_trials(curves: dict, minutes: float, args) -> dict:
 
 def build_points(model_path: Path, runs: dict, args, work: Path) -> list[dict]:
     """Libraries of the untuned model and of each run's database at each point, named by
-    their trial count (a library is compiled once and kept)."""
+    their trial count (a library is compiled once and kept), each built as its run's `gbxfer
+    tune` built its network: with the summary's ``parallel_within`` (0, as tuned, for runs
+    from before it was recorded or became 0.02 by default on 2026-12-05)."""
     import tvm
     from tvm.s_tir import meta_schedule as ms
 
@@ -244,8 +246,12 @@ def build_points(model_path: Path, runs: dict, args, work: Path) -> list[dict]:
     index = work / "builds.json"  # library name -> scheduled functions
     scheduled = json.loads(index.read_text()) if index.exists() else {}
     network, target, builds = None, tvm.target.Target(load_profile(args.hardware).target), []
+    within = {m: json.loads((folder / "summary.json").read_text()).get("parallel_within") or 0.0
+              for m, folder in runs.items()}
     for method, minutes, trials in wanted:
-        path = work / f"{method if trials else 'untuned'}-{trials}t.so"  # 0 trials: untuned
+        share = within[method] if trials else 0.0
+        path = work / "{}-{}t{}.so".format(method if trials else "untuned", trials,  # 0: untuned
+                                            f"-p{share:g}" if share else "")
         if not path.exists() or path.name not in scheduled:
             if network is None:
                 network = load_onnx(model_path)
@@ -253,11 +259,12 @@ def build_points(model_path: Path, runs: dict, args, work: Path) -> list[dict]:
                 database_prefix(runs[method] / "metaschedule", trials)
             scheduled[path.name] = "{}/{}".format(*scheduled_functions(network.mod, database,
                                                                        target))
-            export_module(compile_network(network.mod, database, target), path)
+            export_module(compile_network(network.mod, database, target, share), path)
             index.write_text(json.dumps(scheduled, indent=1))
             print(f"built {path.name} ({method}, {minutes:g} min)", flush=True)
         builds.append({"method": method, "minutes": minutes, "trials": trials,
-                       "library": str(path), "scheduled": scheduled[path.name]})
+                       "parallel_within": share, "library": str(path),
+                       "scheduled": scheduled[path.name]})
     return builds
 
 

@@ -117,20 +117,21 @@ def main() -> None:
     rng = np.random.default_rng(0)
     rows, totals, reranks = [], [], []
     for method in args.methods.split(","):
-        points = {int(m[1]): p for p in args.work.glob(f"{method}-*t.so")  # bench_onnx's names
-                  if (m := re.fullmatch(rf"{re.escape(method)}-(\d+)t", p.stem))}
+        points = {int(m[1]): (p, float(m[2] or 0))  # bench_onnx's names: trials, parallel_within
+                  for p in args.work.glob(f"{method}-*.so")
+                  if (m := re.fullmatch(rf"{re.escape(method)}-(\d+)t(?:-p([\d.]+))?", p.stem))}
         if not points:
             raise SystemExit(f"{args.work}: no {method}-<trials>t.so library; run "
                              "scripts/bench_onnx.py first")
         trials = max(points)
         database = database_prefix(args.work / method / "metaschedule", trials)
-        libraries = {"tuned": points[trials]}
+        libraries, within = {"tuned": points[trials][0]}, points[trials][1]  # reranks alike
         if args.rerank:
             picked, control, ranks = reranked(tasks, database, target, args.rerank,
                                               args.repeats, rng)
             for key, db in (("reranked", picked), ("control", control)):
                 libraries[key] = args.work / f"{method}-rerank{args.rerank}-{key}.so"
-                export_module(compile_network(network, db, target), libraries[key])
+                export_module(compile_network(network, db, target, within), libraries[key])
         loaded = {key: tvm.runtime.load_module(str(path)) for key, path in libraries.items()}
         seconds = {key: np.asarray(s) for key, s in interleaved(
             {key: functools.partial(time_network, module, inputs, repeat=1, min_repeat_ms=500)
@@ -161,7 +162,7 @@ def main() -> None:
         rows += part
         warm = sum(r["weight"] * r["warm_ms"] for r in part)
         cold = sum(r["weight"] * r["cold_ms"] for r in part)
-        totals.append({"method": method, "library": points[trials].name,
+        totals.append({"method": method, "library": points[trials][0].name,
                        "network_ms": network_ms, "kernels_warm_ms": warm,
                        "kernels_cold_ms": cold, "outside_warm_kernels_ms": network_ms - warm,
                        "warm_share": warm / network_ms, "cold_share": cold / network_ms})

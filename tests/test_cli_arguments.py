@@ -118,7 +118,7 @@ BAD_NUMBERS = [
     ([*TUNE, "--trials", "16"], "--repeats", ["0"]),
     ([*TUNE, "--trials", "16"], "--min-repeat-ms", ["-1"]),
     ([*TUNE, "--trials", "16"], "--jobs", ["0", "257", "x"]),
-    ([*TUNE, "--trials", "16"], "--parallel-within", ["0", "1", "-0.1", "nan", "x"]),
+    ([*TUNE, "--trials", "16"], "--parallel-within", ["1", "-0.1", "nan", "x"]),
 ]
 
 
@@ -319,3 +319,11 @@ def test_every_verb_has_help(verb, capsys):
         main([*verb.split(), "--help"])
     assert stop.value.code == 0
     assert "usage: gbxfer" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("value", ["0", "0.02"])
+def test_tune_parallel_within_without_a_network_is_refused(value, capsys):
+    """Even 0: a suite's tasks are not built into a network, so the option would do nothing."""
+    line = run_error(["tune", "--suite", "networks", "--hardware", PROFILE, "--trials", "2",
+                      "--out", "OUT", "--parallel-within", value], capsys)
+    assert "--parallel-within" in line and "--onnx" in line

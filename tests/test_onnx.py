@@ -149,6 +149,7 @@ def test_attention_block_tuned_for_minutes_matches_onnxruntime(tmp_path, profile
                  *TINY, "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["budget"] == {"minutes": 0.1} and summary["trials"] >= 1
+    assert summary["parallel_within"] == 0.02  # the default of network builds
     assert summary["seconds"] < 6 + 60  # the budget, the last batch and the pool shutting down
     assert pd.read_csv(out / "curve.csv")["seconds"].iloc[-1] < 6 + 60
     assert set(summary["outputs"]) == {"attention", "weights"} and summary["outputs_match"]
@@ -162,9 +163,10 @@ def test_onnx_model_tuned_with_the_gbxfer_cost_model(tmp_path, profile):
     model = attention_block(tmp_path / "attention.onnx")
     out = tmp_path / "run"
     assert main(["tune", "--onnx", str(model), "--hardware", str(profile), "--trials", "16",
-                 *SMALL, "--out", str(out)]) == 0
+                 *SMALL, "--parallel-within", "0", "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["cost_model"] == "gbxfer" and summary["outputs_match"]
+    assert summary["parallel_within"] == 0  # built as tuned
     assert summary["cost_model_seconds"]["predict"] > 0 and summary["trials"] >= 16
 
 

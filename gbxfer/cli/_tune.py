@@ -17,8 +17,9 @@ from ..hardware.profiles import load_profile
 from ..online import DEFAULT_MODE, MODES
 from ..records._parallel import usable_cpus
 from ..records.suite import load_suite
-from ._common import (command_stamp, fraction, non_negative_int, output_folder,
-                      positive_float, positive_int)
+from ..tvm._networks import PARALLEL_WITHIN
+from ._common import (command_stamp, non_negative_int, output_folder,
+                      positive_float, positive_int, share)
 
 log = logging.getLogger("gbxfer")
 INT32_MAX = 2 ** 31 - 1  # MetaSchedule's counts, and TVM's shapes as the frontend takes them
@@ -109,12 +110,12 @@ def add_parser(verbs, common):
                    help="a program not compiled within this long counts as failed (the "
                         "search waits for each batch's builds; the fastest programs of "
                         "ResNet-50 and BERT runs compiled in under 2.2 s) (default: 15)")
-    p.add_argument("--parallel-within", type=fraction, metavar="F",
+    p.add_argument("--parallel-within", type=share, metavar="F",
                    help="with --relax or --onnx: build each task with its fastest program "
                         "that has a parallel loop when that is at most this fraction slower "
-                        "than its fastest (e.g. 0.05): tuned at 1 thread, a serial program can "
-                        "win by a few percent and then not speed up on more threads "
-                        "(default: the fastest, as tuned)")
+                        "than its fastest: tuned at 1 thread, a serial program can win by a "
+                        "few percent and then not speed up on more threads; 0: the fastest, "
+                        f"as tuned (default: {PARALLEL_WITHIN:g})")
     cores = usable_cpus()
     p.add_argument("--jobs", type=_at_most(positive_int, 256), default=cores, metavar="N",
                    help="threads for the search and workers for the builds (more than one "
@@ -181,12 +182,13 @@ def run(args) -> int:
                 raise GbxferError(f"gbxfer tune --onnx needs onnx and onnxruntime: pip install "
                                   f"'gbxfer[tvm,onnx]' ({exc})") from None
     network_source = "--relax" if args.relax else "--onnx" if args.onnx else None
+    within = PARALLEL_WITHIN if args.parallel_within is None else args.parallel_within
     if network_source and (args.tasks or args.network):
         raise GbxferError(f"--tasks and --network choose among a suite's tasks, not "
                           f"{network_source}'s")
     if args.input_shape and not args.onnx:
         raise GbxferError("--input-shape fixes the inputs of an --onnx model")
-    if args.parallel_within and not network_source:
+    if args.parallel_within is not None and not network_source:
         raise GbxferError("--parallel-within chooses the programs a --relax or --onnx network "
                           "is built with")
     profile = load_profile(args.hardware)
@@ -260,7 +262,7 @@ def run(args) -> int:
                "seconds": result.seconds, "cost_model_seconds": result.cost_model_seconds,
                "builds": result.builds, "search_seconds": result.search_seconds,
                "jobs": args.jobs, "population": result.population,
-               "parallel_within": args.parallel_within or 0.0,
+               "parallel_within": within if network_source else None,
                "rounds": result.rounds, "best_latency": best,
                "weights": dict(zip(best, result.weights, strict=True)),
                "weighted_latency": float(result.weighted_latency().iloc[-1])
@@ -278,14 +280,14 @@ def run(args) -> int:
               f"{name}: not measured")
     if args.relax:
         summary["end_to_end_ms"], scheduled = end_to_end_ms(
-            network, profile, args.out / "metaschedule", args.parallel_within or 0.0)
+            network, profile, args.out / "metaschedule", within)
         summary["scheduled_functions"] = scheduled
         print(f"{args.relax}, compiled with the tuned database ({scheduled[0]} of "
               f"{scheduled[1]} functions scheduled from it): "
               f"{summary['end_to_end_ms']:.4g} ms per inference (median of 5)")
     if args.onnx:
         summary.update(onnx_summary(onnx_network, session, profile, args.out, args.seed,
-                                    args.parallel_within or 0.0))
+                                    within))
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(f"{summary['trials']} trials in {result.seconds:.0f} s; database: "
           f"{args.out / 'metaschedule'}")
@@ -302,7 +304,7 @@ def run(args) -> int:
 
 
 def onnx_summary(network, session, profile, out: Path, seed: int,
-                 parallel_within: float = 0.0) -> dict:
+                 parallel_within: float = PARALLEL_WITHIN) -> dict:
     """The tuned ONNX model compiled (``out/module.so``), checked against ONNX Runtime
     (``session``) and timed; prints what it found and returns the summary's ONNX part."""
     from ..tvm._onnx import check_against_onnxruntime
@@ -324,7 +326,7 @@ def onnx_summary(network, session, profile, out: Path, seed: int,
 
 
 def end_to_end_ms(network, profile, folder: Path,
-                  parallel_within: float = 0.0) -> tuple[float, tuple[int, int]]:
+                  parallel_within: float = PARALLEL_WITHIN) -> tuple[float, tuple[int, int]]:
     """The network compiled with the tuning database in ``folder`` (``parallel_within``: see
     ``compile_network``), timed (median of 5), and how many of its functions the database
     scheduled, of how many."""

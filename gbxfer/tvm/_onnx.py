@@ -26,6 +26,7 @@ import numpy as np
 
 from ..errors import GbxferError
 from ..hardware.profiles import HardwareProfile
+from ._networks import PARALLEL_WITHIN
 
 log = logging.getLogger("gbxfer")
 
@@ -298,7 +299,7 @@ def export_module(executable, path: Path) -> None:
 
 def check_against_onnxruntime(network: OnnxNetwork, folder: Path, profile: HardwareProfile,
                               out: Path, session, seed: int = 0,
-                              parallel_within: float = 0.0) -> dict:
+                              parallel_within: float = PARALLEL_WITHIN) -> dict:
     """Compile ``network`` with the tuning database in ``folder`` (``parallel_within``: see
     :func:`~gbxfer.tvm._networks.compile_network`), write ``out/module.so``, run
     it and ONNX Runtime (``session``, from :func:`onnxruntime_session` on the profile's thread
