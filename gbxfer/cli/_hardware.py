@@ -115,7 +115,7 @@ def profile_document(isa: str, threads: int, mcpu: str | None = None,
     family = f"x86-{short}"
     own = microarch.llvm_mcpu(microarch.host()) if native else None
     doc = {
-        "name": f"{result['microarchitecture'] or 'host'}-{short}-{threads}t",  # one machine's
+        "name": f"{result['generation'] or 'host'}-{short}-{threads}t",  # one machine's
         "family": family, "machine": result["machine"],
         "description": f"{isa} code on {threads} thread(s) of this machine "
                        f"({result['machine']}): an ISA/thread profile of one physical "

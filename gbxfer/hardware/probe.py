@@ -321,15 +321,21 @@ def _plain_model(name: str) -> str:
     return " ".join(w for w in words if w not in ("Processor", "CPU")) or name.strip()
 
 
-def host_machine() -> str:
-    """This machine as profiles and records name it: the CPU model, then archspec's
-    microarchitecture in parentheses (``AMD EPYC (zen3)``), or the generation the CPUID model
-    tells where archspec folds it into another (``Intel Xeon (emeraldrapids)``, see
+def host_generation() -> str:
+    """This CPU's archspec microarchitecture (``zen3``), or the generation its CPUID model
+    tells where archspec folds it into another (``emeraldrapids``, see
     :func:`gbxfer.hardware.microarch.generation`)."""
     info = cpuinfo()
     family, model = (int(info[k]) if info.get(k, "").isdigit() else -1
                      for k in ("cpu family", "model"))
-    return f"{cpu_model()} ({generation(host(), info.get('vendor_id', ''), family, model)})"
+    return generation(host(), info.get("vendor_id", ""), family, model)
+
+
+def host_machine() -> str:
+    """This machine as profiles and records name it: the CPU model, then its generation
+    (:func:`host_generation`) in parentheses (``AMD EPYC (zen3)``, ``Intel Xeon
+    (emeraldrapids)``)."""
+    return f"{cpu_model()} ({host_generation()})"
 
 
 def probe(isa: str, threads: int, seconds: float = 0.25, repeats: int = 5,
@@ -338,7 +344,8 @@ def probe(isa: str, threads: int, seconds: float = 0.25, repeats: int = 5,
 
     Returns ``{"descriptor": {field: value}}`` (fields of
     :data:`~gbxfer.hardware.descriptor.FIELDS` only: ISA, cores, threads, caches, measured
-    clock, peak GFLOP/s, GB/s) with ``machine`` (:func:`host_machine`), ``microarchitecture``,
+    clock, peak GFLOP/s, GB/s) with ``machine`` (:func:`host_machine`), ``microarchitecture``
+    (archspec's, whose FP pipes set the theoretical peak), ``generation``,
     ``theoretical_gflops`` (of the ISA at the measured clock; None where the microarchitecture's
     FP pipes are unknown), ``peak_ratio`` (measured / theoretical), ``flops_per_lane_cycle``,
     ``clock_before_ghz`` and ``clock_after_ghz``."""
@@ -353,7 +360,7 @@ def probe(isa: str, threads: int, seconds: float = 0.25, repeats: int = 5,
     theoretical = theoretical_peak_gflops(uarch, bits, fma, clock, threads)
     known = not math.isnan(theoretical)  # NaN when the FP pipes or the clock are unknown
     return {"descriptor": descriptor, "machine": host_machine(),
-            "microarchitecture": uarch.name,
+            "microarchitecture": uarch.name, "generation": host_generation(),
             "theoretical_gflops": round(theoretical, 1) if known else None,
             "peak_ratio": round(m.gflops / theoretical, 3) if known else None,
             "flops_per_lane_cycle": flops_per_lane_cycle(uarch, bits, fma),
