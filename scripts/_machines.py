@@ -1,9 +1,11 @@
 """By-machine rows of scripts/bench_model.py: every profile of one physical machine held out,
 the model trained on the other machines, scored there zero-shot beside random.
 
-The machines: the bundled dataset's AMD EPYC Zen 3 (4 ISA/thread profiles) and Zen 4 (2
-profiles, the same programs), and, from ../shared/data, the Ansor logs' NVIDIA A100, NVIDIA
-RTX 3080 and x86 CPU (its model is not stated in the source). The held-out machine's
+The machines: the bundled dataset's CPUs (`gbxfer info bundled`: AMD EPYC Zen 3 and Zen 4,
+Intel Xeon Sapphire Rapids and Emerald Rapids, each with 2-5 ISA/thread profiles of the same
+programs), and, from ../shared/data, the Ansor logs' NVIDIA A100, NVIDIA RTX 3080 and x86 CPU
+(its model is not stated in the source). ``--without`` leaves machines out of the data
+altogether: a machine held out with and without a similar one in the training data. The held-out machine's
 descriptor comes in three variants, on the same test rows and the same trained model:
 
   probed   what training uses: the profile's probed descriptor (CPUs), the GPU table (GPUs)
@@ -58,17 +60,22 @@ def variant(X: np.ndarray, columns, records, which: str) -> np.ndarray:
     return X
 
 
-def by_machine_rows(shared, seeds, only=None) -> list[dict]:
+def by_machine_rows(shared, seeds, only=None, without=()) -> list[dict]:
     """Per machine, two splits: the machine held out (its programs may have been measured on
     another machine: the bundled machines replay each other's programs), and the machine held
     out together with 30% of the tasks on every machine (``+ unseen tasks``: the test is the
     machine's records of those tasks, which no training record shares; the draw of tasks
-    follows the seed). ``only``: the machines to hold out (all of them when None)."""
+    follows the seed). ``only``: the machines to hold out (all of them when None);
+    ``without``: machines left out of the data altogether (what a similar machine in the
+    training data is worth)."""
     dataset = machines_dataset(shared)
-    unknown = set(only or []) - set(dataset.machines)
+    unknown = (set(only or []) | set(without)) - set(dataset.machines)
     if unknown:
         raise SystemExit(f"no machine {sorted(unknown)[0]!r}; machines: "
                          f"{', '.join(dataset.machines)}")
+    if without:
+        dataset = dataset.filter(machine=[m for m in dataset.machines if m not in without])
+    data = "bundled + Ansor logs" + "".join(f" - {m}" for m in without)
     fm = build(dataset, ["program", "workload", "hardware"])
     r = fm.records
     assert (r["record_id"].to_numpy() == dataset.records["record_id"].to_numpy()).all()
@@ -90,7 +97,7 @@ def by_machine_rows(shared, seeds, only=None) -> list[dict]:
                 sizes.append(int(test.sum()))
             split = f"by-machine:{machine}" + (" + unseen tasks" if unseen_tasks else "")
             for (which, dropout), reps in reports.items():
-                rows.append({"data": "bundled + Ansor logs", "split": split,
+                rows.append({"data": data, "split": split,
                              "model": "random" if which == "random" else
                              f"gbxfer ({which}{', dropout' if dropout else ''})",
                              "seeds": len(reps), **summary(reps),

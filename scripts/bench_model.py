@@ -3,6 +3,7 @@
     python scripts/bench_model.py [--dataset bundled] [--seeds 5] [--quick] [--only PART]
                                   [--splits within-task,by-task,leave-one-network-out]
                                   [--models gbxfer,gbxfer-xgboost,...]
+                                  [--machines NAME,...] [--without NAME,...]
 
 Models (same data, same splits, same seeds):
   gbxfer            the default config (configs/model/default.yaml) on program + workload +
@@ -165,6 +166,9 @@ def main() -> None:
     parser.add_argument("--machines", type=lambda text: text.split(","),
                         help="the 'machines' part holds out only these machines (comma-separated "
                              "names as `gbxfer info` shows them)")
+    parser.add_argument("--without", type=lambda text: text.split(","), default=[],
+                        help="the 'machines' part leaves these machines out of the data "
+                             "altogether (comma-separated): what a similar machine is worth")
     parser.add_argument("--models", help="run only these models (comma-separated); the other "
                         "rows stay as written before")
     args = parser.parse_args()
@@ -219,7 +223,7 @@ def main() -> None:
     if "machines" in parts and (SHARED / "bennu-ansor").exists():
         from _machines import by_machine_rows
 
-        rows += by_machine_rows(SHARED, seeds, args.machines)
+        rows += by_machine_rows(SHARED, seeds, args.machines, args.without)
     kept = {}
     if (args.only or args.models) and (RESULTS / "bench_model.json").exists():  # the rest
         import json
