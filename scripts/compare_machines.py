@@ -1,0 +1,104 @@
+"""How alike two profiles rank the same programs: per task, the Spearman correlation of the
+latencies of the programs both measured, and their median latency ratio.
+
+    python scripts/compare_machines.py [--dataset bundled] [--add DATASET ...]
+                                       [--profiles A,B,...] [--name NAME]
+
+For every pair of profiles that share programs (the same ``program_id`` of one task, valid on
+both): the mean over their shared tasks (at least 8 paired programs each) of the per-task
+Spearman correlation with its 95% CI over tasks, the median of the per-program latency ratio
+(A / B: above 1, B is faster), and how many tasks and programs. Two profiles of one target on
+two machines are a pure machine change; two of one machine, an ISA or thread change. The
+heatmap shows the mean correlations. Results: scripts/results/compare_machines[_NAME].{json,csv,png}.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+
+import numpy as np
+import pandas as pd
+from _bench import ci95
+from _results import RESULTS, print_table, write_results
+
+from gbxfer import Dataset, load_dataset
+
+MIN_PROGRAMS = 8
+
+
+def pair_row(records: pd.DataFrame, a: str, b: str) -> dict | None:
+    """The row of profiles ``a`` and ``b`` (None when they share no task)."""
+    columns = ["task_key", "program_id", "latency"]
+    both = records.loc[records.hardware == a, columns].merge(
+        records.loc[records.hardware == b, columns], on=["task_key", "program_id"],
+        suffixes=("_a", "_b"))
+    counts = both.groupby("task_key").size()
+    both = both[both.task_key.isin(counts.index[counts >= MIN_PROGRAMS])]
+    if both.empty:
+        return None
+    rho = both.groupby("task_key")[["latency_a", "latency_b"]].apply(
+        lambda g: g.latency_a.rank().corr(g.latency_b.rank())).dropna()
+    mean, half = ci95(rho.to_numpy())
+    machine = records.drop_duplicates("hardware").set_index("hardware")["machine"]
+    return {"a": a, "b": b, "machine_a": machine[a], "machine_b": machine[b],
+            "target_same": records.loc[records.hardware == a, "target"].iloc[0]
+            == records.loc[records.hardware == b, "target"].iloc[0],
+            "spearman": round(mean, 4), "spearman_ci": round(half, 4),
+            "latency_ratio_median": round(float(np.median(both.latency_a / both.latency_b)), 4),
+            "n_tasks": int(both.task_key.nunique()), "n_programs": len(both)}
+
+
+def plot(rows: list[dict], profiles: list[str], path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    index = {p: i for i, p in enumerate(profiles)}
+    grid = np.full((len(profiles), len(profiles)), np.nan)
+    for r in rows:
+        grid[index[r["a"]], index[r["b"]]] = grid[index[r["b"]], index[r["a"]]] = r["spearman"]
+    np.fill_diagonal(grid, 1.0)
+    fig, ax = plt.subplots(figsize=(1 + 0.6 * len(profiles), 0.6 * len(profiles)))
+    image = ax.imshow(grid, vmin=0.7, vmax=1.0, cmap="viridis")
+    ax.set_xticks(range(len(profiles)), profiles, rotation=90)
+    ax.set_yticks(range(len(profiles)), profiles)
+    for i, j in itertools.product(range(len(profiles)), repeat=2):
+        if not np.isnan(grid[i, j]) and i != j:
+            ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                    color="white" if grid[i, j] < 0.85 else "black")
+    fig.colorbar(image, label="mean per-task Spearman of paired latencies")
+    ax.set_title("How alike profiles rank the same programs")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default="bundled")
+    parser.add_argument("--add", action="append", default=[],
+                        help="another dataset whose profiles join (e.g. a new collection)")
+    parser.add_argument("--profiles", type=lambda text: text.split(","),
+                        help="only these profiles (comma-separated)")
+    parser.add_argument("--name", default="compare_machines")
+    args = parser.parse_args()
+    dataset = Dataset.concat([load_dataset(d) for d in [args.dataset, *args.add]])
+    records = dataset.records[dataset.records.valid]
+    profiles = args.profiles or sorted(records.hardware.unique(),
+                                       key=lambda p: (records.machine[records.hardware == p]
+                                                      .iloc[0], p))
+    missing = set(profiles) - set(records.hardware)
+    if missing:
+        raise SystemExit(f"no profile {sorted(missing)[0]!r}; profiles: "
+                         f"{', '.join(sorted(records.hardware.unique()))}")
+    records = records[records.hardware.isin(profiles)]
+    rows = [row for a, b in itertools.combinations(profiles, 2)
+            if (row := pair_row(records, a, b)) is not None]
+    print_table(rows, ["a", "b", "target_same", "spearman", "spearman_ci",
+                       "latency_ratio_median", "n_tasks", "n_programs"])
+    plot(rows, profiles, RESULTS / f"{args.name}.png")
+    write_results(args.name, rows, datasets=[args.dataset, *args.add], profiles=profiles)
+
+
+if __name__ == "__main__":
+    main()
