@@ -5,10 +5,11 @@ latencies of the programs both measured, and their median latency ratio.
                                        [--again DATASET ...] [--profiles A,B,...] [--name NAME]
 
 For every pair of profiles that share programs (the same ``program_id`` of one task, valid on
-both): the mean over their shared tasks (at least `--min-programs`, 8, paired programs each) of the per-task
-Spearman correlation with its 95% CI over tasks, the median of the per-program latency ratio
-(A / B: above 1, B is faster) and of its |log|, and how many tasks and programs. Two profiles of one target on
-two machines are a pure machine change; two of one machine, an ISA or thread change. The
+both): the mean over their shared tasks (at least ``--min-programs``, 8, paired programs each)
+of the per-task Spearman correlation with its 95% CI over tasks, the median of the per-program
+latency ratio (A / B: above 1, B is faster) and of its |log|, and how many tasks and programs.
+Two profiles of one target on two machines are a pure machine change; two of one machine, an
+ISA or thread change. The
 heatmap shows the mean correlations. ``--again``: a dataset that measured programs again on
 a profile already there (`gbxfer calibrate`'s measurements), its profiles renamed ``<profile>
 (again)``: how tightly one machine repeats itself, the floor for the other pairs. Results: scripts/results/compare_machines[_NAME].{json,csv,png}.
