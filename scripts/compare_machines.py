@@ -9,10 +9,10 @@ both): the mean over their shared tasks (at least ``--min-programs``, 8, paired 
 of the per-task Spearman correlation with its 95% CI over tasks, the median of the per-program
 latency ratio (A / B: above 1, B is faster) and of its |log|, and how many tasks and programs.
 Two profiles of one target on two machines are a pure machine change; two of one machine, an
-ISA or thread change. The
-heatmap shows the mean correlations. ``--again``: a dataset that measured programs again on
-a profile already there (`gbxfer calibrate`'s measurements), its profiles renamed ``<profile>
-(again)``: how tightly one machine repeats itself, the floor for the other pairs. Results: scripts/results/compare_machines[_NAME].{json,csv,png}.
+ISA or thread change. The heatmap shows the mean correlations. ``--again``: a dataset that
+measured programs again on a profile already there (`gbxfer calibrate`'s measurements), its
+profiles renamed ``<profile> (again)``: how tightly one machine repeats itself, the floor for
+the other pairs. Results: scripts/results/<NAME>.{json,csv,png} (NAME: compare_machines).
 """
 from __future__ import annotations
 
