@@ -75,13 +75,15 @@ def test_info_shows_the_machines(example_db, tmp_path, capsys):
     assert "Some CPU (zen9)" in text and "machine" in text
     assert main(["info", "bundled", "--json"]) == 0
     machines = json.loads(capsys.readouterr().out)["machines"]
-    assert list(machines) == ["AMD EPYC (zen3)", "AMD EPYC (zen4)", "Intel Xeon (sapphirerapids)"]
+    assert list(machines) == ["AMD EPYC (zen3)", "AMD EPYC (zen4)", "Intel Xeon (emeraldrapids)",
+                              "Intel Xeon (sapphirerapids)"]
     assert machines["AMD EPYC (zen3)"]["hardware"] == ["x86-avx-1t", "x86-avx2-1t",
                                                        "x86-avx2-2t", "x86-sse42-1t",
                                                        "x86-sse42-2t"]
     assert machines["AMD EPYC (zen4)"]["hardware"] == ["zen4-avx2-1t", "zen4-avx512-1t"]
     assert machines["Intel Xeon (sapphirerapids)"]["hardware"] == [
         "spr-avx-1t", "spr-avx2-1t", "spr-avx512-1t", "spr-sse42-1t"]
+    assert machines["Intel Xeon (emeraldrapids)"]["hardware"] == ["emr-avx2-1t", "emr-avx512-1t"]
 
 
 @pytest.mark.parametrize("machine", ["", "   ", "a\tb"])
