@@ -5,8 +5,9 @@ The machines: the bundled dataset's CPUs (`gbxfer info bundled`: AMD EPYC Zen 3 
 Intel Xeon Sapphire Rapids and Emerald Rapids, each with 2-5 ISA/thread profiles of the same
 programs), and, from ../shared/data, the Ansor logs' NVIDIA A100, NVIDIA RTX 3080 and x86 CPU
 (its model is not stated in the source). ``--without`` leaves machines out of the data
-altogether: a machine held out with and without a similar one in the training data. The held-out machine's
-descriptor comes in three variants, on the same test rows and the same trained model:
+altogether: a machine held out with and without a similar one in the training data. The
+held-out machine's descriptor comes in three variants, on the same test rows and the same
+trained model:
 
   probed   what training uses: the profile's probed descriptor (CPUs), the GPU table (GPUs)
   table    what a machine known only by its target and machine name gets: the target's
@@ -70,6 +71,9 @@ def by_machine_rows(shared, seeds, only=None, without=()) -> list[dict]:
     training data is worth)."""
     dataset = machines_dataset(shared)
     unknown = (set(only or []) | set(without)) - set(dataset.machines)
+    if set(only or []) & set(without):
+        raise SystemExit(f"{sorted(set(only) & set(without))[0]!r} is both held out and left "
+                         "out of the data")
     if unknown:
         raise SystemExit(f"no machine {sorted(unknown)[0]!r}; machines: "
                          f"{', '.join(dataset.machines)}")

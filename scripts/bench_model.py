@@ -174,6 +174,8 @@ def main() -> None:
     args = parser.parse_args()
     seeds = range(2 if args.quick else args.seeds)
     parts = set(args.only or ["splits", "machines", "speed"])
+    if (args.machines or args.without) and "machines" not in parts:
+        parser.error("--machines and --without choose the 'machines' part's rows")
     dataset = load_dataset(args.dataset)
     per_store = per_store_frame(dataset.filter(valid=True))
     all_models = ["gbxfer", "gbxfer-large", "gbxfer-lambdarank", "gbxfer-xgboost",

@@ -18,7 +18,9 @@ MetaSchedule's 512): one run each, saved under --work as it finishes (a rerun
 skips finished runs and timings; a work folder resumes only on the CPU model and profile that
 began it). Each run's database as it was at each of --points minutes by the tuning curve's
 clock (the last point: the shorter run's end, as both overrun the budget by their last batch)
-is compiled to a library named by its trial count. Then, in one process per thread count (1 and
+is compiled to a library named by its trial count (``<method>-<trials>t.so``; with the run's
+``parallel_within`` when it recorded one above 0, as ``gbxfer tune`` builds by default since
+2026-12-05, ``<method>-<trials>t-p<F>.so``). Then, in one process per thread count (1 and
 2), every library's outputs are checked against ONNX Runtime's on seeded random inputs (the
 largest absolute difference, the output's scale, within tolerance as ``gbxfer tune`` states
 it); ONNX Runtime (defaults except intra-op threads = the count, inter-op 1) and every tuned
@@ -359,6 +361,7 @@ def report(model: str, builds, timed: dict, threads: int, cpu: str) -> list[dict
         row = {"model": model, "threads": threads,
                "method": METHODS.get(b["method"], b["method"]), "minutes": b["minutes"],
                "trials": b["trials"], "scheduled": b["scheduled"],
+               "parallel_within": b["parallel_within"],
                "latency_ms": 1e3 * float(np.median(s)),
                "over_onnxruntime": float(np.median(s / ort)), "cpu": cpu,
                **checks[Path(b["library"]).name]}
@@ -448,6 +451,7 @@ def main() -> None:
 
     cpu = cpu_model()
     columns = ["model", "seed", "threads", "method", "minutes", "trials", "scheduled",
+               "parallel_within",
                "latency_ms", "over_onnxruntime", "over_xgbmodel", "max_abs_diff",
                "within_tolerance"]
     for model in args.models.split(","):
@@ -464,6 +468,10 @@ def main() -> None:
         summaries = {method: tune_run(path, method, args, work / method) for method in METHODS}
         # blend before the mode was recorded
         online = summaries["gbxfer"].get("online", {}).get("mode", "blend")
+        within = {m: s.get("parallel_within") or 0.0 for m, s in summaries.items()}
+        if len(set(within.values())) > 1:  # e.g. a run copied in from before the default
+            print(f"warning: the runs' libraries are built with different --parallel-within "
+                  f"({within}): the ratios between them compare build rules too", flush=True)
         builds = build_points(path, {m: work / m for m in METHODS}, args, work)
         rows = []
         for threads in (1, 2):

@@ -41,7 +41,10 @@ def pair_row(records: pd.DataFrame, a: str, b: str, min_programs: int = MIN_PROG
     if both.empty:
         return None
     rho = both.groupby("task_key")[["latency_a", "latency_b"]].apply(
-        lambda g: g.latency_a.rank().corr(g.latency_b.rank())).dropna()
+        lambda g: g.latency_a.rank().corr(g.latency_b.rank())).dropna()  # NaN: ties only
+    if rho.empty:
+        return None
+    both = both[both.task_key.isin(rho.index)]
     mean, half = ci95(rho.to_numpy())
     machine = records.drop_duplicates("hardware").set_index("hardware")["machine"]
     return {"a": a, "b": b, "machine_a": machine[a], "machine_b": machine[b],

@@ -8,9 +8,11 @@ and with the CPU caches flushed before every run, against the whole network, in 
 --work is a run folder of ``scripts/bench_onnx.py`` (the ONNX model, ``machine.json``, one
 tuned run per method and the libraries built from them), on the machine that made it. For
 each method, the library of its last point (the most trials) is the network, and the tuning
-records it was built from (that many of the run's first) are the database: each task's best
-record is compiled alone and timed --repeats times warm (each run the mean over >= 40 ms, as
-tuning's runner measures it when --threads is the profile's) and cold
+records it was built from (that many of the run's first) are the database: each task's record
+in the library (its best, or with ``gbxfer tune --parallel-within``'s share in the library's
+name, ``-p<F>``, that pick; ``--rerank`` needs an as-tuned library) is compiled alone and
+timed --repeats times warm (each run the mean over >= 40 ms, as tuning's runner measures it
+when --threads is the profile's) and cold
 (``cache_flush_cpu_non_first_arg``: every argument but the first flushed before each single
 run; for a dense layer, its weights and output). A task without a record is timed as the
 network runs it, unscheduled. The sums are weighted by the tasks' occurrences; what the network
@@ -107,7 +109,7 @@ def main() -> None:
 
     from gbxfer.hardware import load_profile
     from gbxfer.tvm._networks import compile_network, database_prefix, extract_tasks, \
-        network_inputs, prepare, time_network
+        network_inputs, prefer_parallel, prepare, time_network
     from gbxfer.tvm._onnx import export_module, load_onnx
 
     target = tvm.target.Target(load_profile(machine["hardware"]).target)
@@ -125,13 +127,17 @@ def main() -> None:
                              "scripts/bench_onnx.py first")
         trials = max(points)
         database = database_prefix(args.work / method / "metaschedule", trials)
-        libraries, within = {"tuned": points[trials][0]}, points[trials][1]  # reranks alike
+        libraries, within = {"tuned": points[trials][0]}, points[trials][1]
+        if within and args.rerank:
+            raise SystemExit(f"{points[trials][0].name} was built with --parallel-within "
+                             f"{within:g}: --rerank compares with the fastest records as tuned")
+        picks = prefer_parallel(database, within) if within else database  # the library's
         if args.rerank:
             picked, control, ranks = reranked(tasks, database, target, args.rerank,
                                               args.repeats, rng)
             for key, db in (("reranked", picked), ("control", control)):
                 libraries[key] = args.work / f"{method}-rerank{args.rerank}-{key}.so"
-                export_module(compile_network(network, db, target, within), libraries[key])
+                export_module(compile_network(network, db, target, 0.0), libraries[key])
         loaded = {key: tvm.runtime.load_module(str(path)) for key, path in libraries.items()}
         seconds = {key: np.asarray(s) for key, s in interleaved(
             {key: functools.partial(time_network, module, inputs, repeat=1, min_repeat_ms=500)
@@ -152,7 +158,7 @@ def main() -> None:
         network_ms = 1e3 * float(np.median(seconds["tuned"]))
         part = []
         for task in tasks:
-            schedule, scheduled = best_schedule(task, database, target)
+            schedule, scheduled = best_schedule(task, picks, target)
             timed = kernel_seconds(schedule, target, args.repeats, rng)
             part.append({"method": method, "task": task.task_name, "weight": task.weight,
                          "scheduled": scheduled, "warm_ms": timed["warm"] * 1e3,

@@ -39,7 +39,10 @@ MCPU_ALIASES = {
 
 # Intel server generations archspec folds into the target of the same ISA (MCPU_ALIASES), told
 # apart by the CPUID model (family 6) so that two such machines keep two names: Emerald Rapids
-# (0xCF) reads as sapphirerapids, Granite Rapids (0xAD, 0xAE) too.
+# (0xCF) reads as sapphirerapids, Granite Rapids (0xAD, 0xAE) too. The model is what the
+# hypervisor reports (a Sapphire Rapids guest reported 167), and a guest that masks more
+# features than MASKED_IN_GUESTS reads as an older target, where no generation applies; other
+# aliases (Tiger Lake and Ice Lake, Raptor Lake and Alder Lake) are not told apart.
 INTEL_GENERATIONS = {0xCF: "emeraldrapids", 0xAD: "graniterapids", 0xAE: "graniterapids"}
 
 
@@ -179,7 +182,9 @@ def from_machine(machine: str) -> Microarchitecture | None:
     another, ``Intel Xeon (emeraldrapids)``, -> that one, sapphirerapids), or None."""
     found = re.search(r"\(([\w.]+)\)\s*$", machine or "")
     name = found.group(1) if found else ""
-    return archspec.cpu.TARGETS.get(name) or archspec.cpu.TARGETS.get(MCPU_ALIASES.get(name, ""))
+    if name in INTEL_GENERATIONS.values():
+        name = MCPU_ALIASES[name]
+    return archspec.cpu.TARGETS.get(name)
 
 
 def llvm_mcpu(uarch: Microarchitecture | None) -> str | None:

@@ -10,9 +10,9 @@ pipes on every CPU of :data:`~gbxfer.hardware.microarch.FP_PIPES`: 8 are needed 
 code has 32 vector registers and runs 16, narrower code 16 registers and 12 (each with the two
 constants: no spills, :func:`kernel_asm` shows it). Separate multiplies and adds are measured
 with 12 and with 14 chains (14 and the two constants fill the 16 registers) and the faster
-counts, with the better of the two runs' memory bandwidths: 12 leave Zen's pipes no slack, and on a Zen 3
-(2026-12-03) AVX code read about 0.92 of the theoretical peak with 12 and 0.96 with 14, SSE4.2
-code 0.95 with 12 and 0.93 with 14.
+counts, with the better of the two runs' memory bandwidths: 12 leave Zen's pipes no slack,
+and on a Zen 3 (2026-12-03) AVX code read about 0.92 of the theoretical peak with 12 and 0.96
+with 14, SSE4.2 code 0.95 with 12 and 0.93 with 14.
 
 Right before and right after each repetition, on the same bound thread, a dependent chain of
 register-register adds (one per cycle; not adds of an immediate, which Golden Cove's renamer
@@ -22,6 +22,7 @@ larger than the caches. Needs a C compiler with OpenMP (``cc``/``gcc``/``clang``
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import platform
@@ -219,14 +220,18 @@ def kernel_asm(isa: str, chains: int | None = None) -> str:
                       chains=chains).read_text()
 
 
+@functools.cache
 def cpuinfo() -> dict[str, str]:
     """The fields of the first CPU in /proc/cpuinfo (``model name``, ``flags``, ...; empty where
-    there is none)."""
+    there is none), read once: callers must not change it."""
     info = {}
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            info.setdefault(key.strip(), value.strip())
+        with open("/proc/cpuinfo") as lines:
+            for line in lines:
+                if not line.strip():  # the first CPU ends at a blank line
+                    break
+                key, _, value = line.partition(":")
+                info.setdefault(key.strip(), value.strip())
     except OSError:
         pass
     return info
