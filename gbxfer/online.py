@@ -265,9 +265,9 @@ class OnlineModel:
         if not rows.any():
             return "run"
         costs, keys = np.array(self.costs)[rows], np.array(self.rounds)[rows]
-        refined, before = (pairwise_accuracy(costs, seen[rows, c], keys)
-                           for c in (refined, before))
-        return "local" if before > refined + 1e-12 else "run"
+        accuracy_refined, accuracy_before = (pairwise_accuracy(costs, seen[rows, c], keys)
+                                             for c in (refined, before))
+        return "local" if accuracy_before > accuracy_refined + 1e-12 else "run"
 
     # ----------------------------------------------------------------- state
     def state(self) -> dict:

@@ -45,16 +45,15 @@ def pair_row(records: pd.DataFrame, a: str, b: str, min_programs: int = MIN_PROG
     if rho.empty:
         return None
     both = both[both.task_key.isin(rho.index)]
+    ratio = both.latency_a / both.latency_b
     mean, half = ci95(rho.to_numpy())
-    machine = records.drop_duplicates("hardware").set_index("hardware")["machine"]
-    return {"a": a, "b": b, "machine_a": machine[a], "machine_b": machine[b],
-            "target_same": records.loc[records.hardware == a, "target"].iloc[0]
-            == records.loc[records.hardware == b, "target"].iloc[0],
+    profile = records.drop_duplicates("hardware").set_index("hardware")  # machine, target
+    return {"a": a, "b": b, "machine_a": profile.machine[a], "machine_b": profile.machine[b],
+            "target_same": profile.target[a] == profile.target[b],
             "spearman": round(mean, 4), "spearman_ci": round(half, 4),
-            "latency_ratio_median": round(float(np.median(both.latency_a / both.latency_b)), 4),
-            "abs_log_ratio_median": round(float(np.median(np.abs(np.log(
-                both.latency_a / both.latency_b)))), 4),
-            "n_tasks": int(both.task_key.nunique()), "n_programs": len(both)}
+            "latency_ratio_median": round(float(np.median(ratio)), 4),
+            "abs_log_ratio_median": round(float(np.median(np.abs(np.log(ratio)))), 4),
+            "n_tasks": len(rho), "n_programs": len(both)}
 
 
 def plot(rows: list[dict], profiles: list[str], path) -> None:
