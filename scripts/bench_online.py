@@ -1,6 +1,6 @@
 """Online updates in a replayed search on a machine outside the prior's training data.
 
-    python scripts/bench_online.py [--seeds 5] [--settings gpus,cpus,zen3,zen4,xeon,resnet50]
+    python scripts/bench_online.py [--seeds 5] [--settings gpus,cpus,zen3,zen4,xeon,emr,resnet50]
                                    [--arms ...] [--config NAME] [--name NAME]
 
 A tuning run's cost model ranks candidates, the best are measured, and the measurements update
@@ -25,6 +25,10 @@ valid records; the target machine is never in its training data, except in ``res
                                        the tasks -> those tasks on zen4-avx512-1t (rounds of 4)
   Zen 3 + Zen 4 -> Xeon, unseen tasks  (``xeon``) the bundled AMD CPUs without a by-task 30% of
                                        the tasks -> those tasks on spr-avx512-1t (rounds of 4)
+  Zen 3 + Zen 4 + Sapphire Rapids -> Emerald Rapids, unseen tasks  (``emr``) the bundled
+                                       machines but the Emerald Rapids Xeon without a by-task
+                                       30% of its tasks -> those tasks on emr-avx512-1t
+                                       (rounds of 4)
   pretrained -> ResNet-50 on the Zen 4 (``resnet50``) the shipped pretrained model -> the
                                        programs bench_onnx.py's ResNet-50 runs measured on the
                                        Zen 4 (bench_onnx_zen4/, tasks with >= 200; rounds of 16)
@@ -88,6 +92,7 @@ class RandomStart(OnlineModel):
 
 
 EPSILON = 0.05
+EMR = "Intel Xeon (emeraldrapids)"
 
 
 def big(dataset, n=500):
@@ -129,6 +134,10 @@ def settings(which):
         amd = bundled.select(bundled.records["machine"].str.startswith("AMD").to_numpy())
         out.append(("Zen 3 + Zen 4 -> Xeon, unseen tasks", *_unseen_tasks(
             amd, bundled.filter(hardware="spr-avx512-1t"))))
+    if "emr" in which:  # a fourth CPU: the other three never measured these tasks
+        others = bundled.select((bundled.records["machine"] != EMR).to_numpy())
+        out.append(("Zen 3 + Zen 4 + Sapphire Rapids -> Emerald Rapids, unseen tasks",
+                    *_unseen_tasks(others, bundled.filter(hardware="emr-avx512-1t"))))
     return out
 
 

@@ -24,6 +24,9 @@ programs) serve every arm, seed and K; the seeds are shot draws from the other h
                the shots beyond one standard error by most, else the source model; from 8
                shots in the median group, pooled retraining unless it scores worse by one
                standard error
+  other-tasks  (regime (b) only) the default told that the model will rank other tasks than
+               the shots' (other_tasks: the guard's folds are whole tasks at any K, and
+               pooled_from does not apply)
   guard-blend  the default with fallback blend: where no adaptation passes the guard's check
                (and some task has two shots), the blend instead of the source model
   guard+blend  the default with the blend among the guard's candidates (try_blend): kept
@@ -75,7 +78,7 @@ from gbxfer.training import train
 from gbxfer.transfer import TransferConfig, draw_shots, shots_rank, transfer
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-ARMS = ("tuned", "default", "guard-blend", "guard+blend", "guard-continue", "unguarded",
+ARMS = ("tuned", "default", "other-tasks", "guard-blend", "guard+blend", "guard-continue", "unguarded",
         "source-only", "pooled", "blend", "scratch", "upper")
 BENCH_VERSION = 9  # 9: the guard counts a group held out in both within-task halves once;
 # the compute-location and rfactor columns; 8: from 8 shots in the median group the guard keeps
@@ -211,12 +214,13 @@ def one(source, target, seed, k, trials, config, arms_wanted=ARMS, shared=None,
                                   test)}
     arms["source-only"]["n_shots"] = len(shots)
     for arm, transfer_config in (("default", TransferConfig()),
+                                 ("other-tasks", TransferConfig(other_tasks=True)),
                                  ("guard-blend", TransferConfig(fallback="blend")),
                                  ("guard+blend", TransferConfig(try_blend=True)),
                                  ("guard-continue", TransferConfig(try_pooled=False)),
                                  ("unguarded", TransferConfig(guard=False)),
                                  ("blend", TransferConfig(guard=False).blended())):
-        if arm in arms_wanted:
+        if arm in arms_wanted and (arm != "other-tasks" or isinstance(k, str)):
             start = time.perf_counter()
             adapted = transfer(model, source, target, shots, transfer_config, seed, holdout,
                                **features)
@@ -253,7 +257,8 @@ def one(source, target, seed, k, trials, config, arms_wanted=ARMS, shared=None,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--shots", default="1,2,4,8,16")
+    parser.add_argument("--shots", default="1,2,4,8,16",
+                        help="K values of regime (a) ('': none, regime (b) only)")
     parser.add_argument("--calibration", default="", metavar="N[,N...]",
                         help="regime (b) too: N calibration programs of tasks other than the "
                              "test tasks (by-task test part, 30%%), as `gbxfer calibrate` "
@@ -277,7 +282,7 @@ def main() -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     config = load_model_config(args.config)
     log = RESULTS / f"{args.name}.jsonl"
-    shots = [int(k) for k in args.shots.split(",")] + (
+    shots = [int(k) for k in args.shots.split(",") if k] + (
         [f"cal{int(n)}" for n in args.calibration.split(",") if n])
     if args.fresh and log.exists():
         log.unlink()

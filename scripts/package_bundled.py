@@ -5,7 +5,9 @@
                                       [--commands-of DATASET ...] [--suite SUITE]
 
 ``--add`` adds the bundled dataset's records to the sources (a new machine's collection is
-added beside them; a profile name already there on another machine is refused). Of all of
+added beside them; a profile name already there on another machine is refused), but for the
+profiles the sources hold: their records replace the bundled's (a collection that went on,
+ingested again, holds all the earlier measurements; merged, each would count twice). Of all of
 them it keeps, on each machine, the programs measured on every one of its profiles, of the
 tasks it holds whole: at least ``--min-programs`` (64) such programs, or a task that a
 ``--complete`` file of a collection lists as finished (a design space with fewer distinct
@@ -60,7 +62,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--from", dest="sources", required=True, action="append")
     parser.add_argument("--add", action="store_true",
-                        help="keep the bundled dataset's records beside the new ones")
+                        help="keep the bundled dataset's records beside the new ones (but "
+                             "those of the profiles the sources hold)")
     parser.add_argument("--min-programs", type=int, default=MIN_PROGRAMS,
                         help="programs a task needs on every profile of a machine to be kept")
     parser.add_argument("--complete", action="append", default=[], type=Path,
@@ -73,7 +76,9 @@ def main() -> None:
                 for keys in json.loads(path.read_text()).values() for key in keys}
     parts = [load_dataset(s) for s in args.sources]
     if args.add:
-        parts.insert(0, load_dataset("bundled"))
+        bundled = load_dataset("bundled")
+        again = {h for part in parts for h in part.hardware}
+        parts.insert(0, bundled.select(~bundled.records["hardware"].isin(again).to_numpy()))
     ds = whole(Dataset.concat(parts), args.min_programs, complete)
     from gbxfer.tvm import describe_tasks, per_store_features
 

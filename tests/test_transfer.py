@@ -191,15 +191,18 @@ def test_the_study_moves_away_from_simpler_configs_only_beyond_one_standard_erro
 
 
 def _guarded(gpus, monkeypatch, source_scores, adapted_scores, pooled_scores=None,
-             config=TransferConfig(), k=4, raising_mode=None, halves=False):
+             config=TransferConfig(), k=4, raising_mode=None, halves=False, folds=None):
     """A guarded transfer whose check inside the shots sees these per-group scores (pooled
     retraining: ``pooled_scores``, default as the configured adaptation's); candidates of
     mode ``raising_mode`` raise inside the check; ``halves``: every group held out in both
-    folds with the same scores (as within tasks)."""
+    folds with the same scores (as within tasks); ``folds``, a list, gets each check's
+    ``within_task``."""
     import gbxfer.transfer._guard as guard_module
     from gbxfer.errors import GbxferError
 
     def fake(model, source, target, shots, config, *args):
+        if folds is not None:
+            folds.append(args[-1])
         if config.mode == raising_mode:
             raise GbxferError(f"cannot adapt in mode {raising_mode}")
         scores = (source_scores if not config.adapts else
@@ -273,10 +276,22 @@ def test_from_eight_shots_a_group_the_guard_keeps_pooled_retraining_unless_it_lo
     # every candidate checked
     for pooled, k, config in (([0.6, 0.5, 0.7], 8, TransferConfig()),
                               ([0.69, 0.62, 0.79], 4, TransferConfig()),
-                              ([0.69, 0.62, 0.79], 8, TransferConfig(pooled_from=0))):
+                              ([0.69, 0.62, 0.79], 8, TransferConfig(pooled_from=0)),
+                              ([0.69, 0.62, 0.79], 8, TransferConfig(other_tasks=True))):
         _, kept = _guarded(gpus, monkeypatch, *no_gain, pooled, config, k)
         assert kept.extra["transfer"]["guard_check"]["choice"] == "source"
         assert list(kept.extra["transfer"]["guard_check"]["candidates"]) == ["config", "pooled"]
+
+
+def test_a_model_for_other_tasks_is_checked_on_tasks_it_did_not_adapt_on(gpus, monkeypatch):
+    """From 4 shots a group the check halves every group, unless the model will rank other
+    tasks than the shots' (`gbxfer calibrate`): then its folds are whole tasks at any K."""
+    for config, within in ((TransferConfig(), True), (TransferConfig(other_tasks=True), False)):
+        for k in (2, 8):
+            folds = []
+            _guarded(gpus, monkeypatch, [0.7, 0.6, 0.8], [0.8, 0.7, 0.88], config=config, k=k,
+                     folds=folds)
+            assert folds and set(folds) == {within and k >= 4}
 
 
 def test_a_candidate_that_cannot_adapt_fails_alone(gpus, monkeypatch):

@@ -56,6 +56,10 @@ class TransferConfig:
     # from this many shots in the median task x profile group, the guard keeps pooled
     # retraining unless it scores worse by one standard error (0: never; guard_estimates.py)
     pooled_from: int = 8
+    # the adapted model will rank other tasks than the shots' (as after `gbxfer calibrate`):
+    # the guard then checks what carries over to other tasks (folds of whole tasks, whatever
+    # the shots per group) and pooled_from does not apply
+    other_tasks: bool = False
 
     @property
     def adapts(self) -> bool:

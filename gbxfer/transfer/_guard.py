@@ -11,6 +11,9 @@ that pass, the one with the larger gain; from ``pooled_from`` shots in the media
 retraining unless it scores worse by one standard error (then the other candidates are not
 cross-validated at all). ``fallback="blend"`` makes a guarded
 transfer return :meth:`TransferConfig.blended` where no adaptation passes, not the source.
+With ``other_tasks`` (the model will rank tasks without shots, as after `gbxfer calibrate`) the
+folds are whole tasks at any K and ``pooled_from`` does not apply: a gain on the tasks that
+have shots says nothing about the others.
 """
 from __future__ import annotations
 
@@ -56,7 +59,7 @@ def transfer(model: SavedModel, source: Dataset, target: Dataset, shot_positions
     # (pooled_from), the other candidates' retrainings are spared
     pooled_first = {n: candidates[n] for n in sorted(candidates, key=lambda n: n != "pooled")}
     checks = guard_checks(model, source, target, np.asarray(shot_positions), pooled_first,
-                          seed, source_features, target_features,
+                          seed, source_features, target_features, by_task=config.other_tasks,
                           stop=lambda n, check: n == "pooled"
                           and _pooled_first(config, check, median))
     first = _pooled_first(config, checks.get("pooled"), median)
@@ -142,7 +145,7 @@ def _by_group(reports) -> dict:
 
 def guard_checks(model: SavedModel, source: Dataset, target: Dataset, shots: np.ndarray,
                  configs: dict, seed: int, source_features: FeatureMatrix,
-                 target_features: FeatureMatrix, stop=None) -> dict:
+                 target_features: FeatureMatrix, stop=None, by_task: bool = False) -> dict:
     """``{name: check}``: whether each of ``configs`` (``{name: TransferConfig}``) beats the
     source model inside the shots: the paired per-group differences of the mean of pairwise
     accuracy and top-1 (:data:`GUARD_METRICS`) on the held-out folds (:func:`cross_validate`;
@@ -155,8 +158,9 @@ def guard_checks(model: SavedModel, source: Dataset, target: Dataset, shots: np.
     With 4 or more shots in the median group the folds halve every group (the gain of shots of
     the tasks scored, as in a transfer to a target whose tasks have shots); with fewer they
     are whole tasks (a group of two halved has no pair left), which measures only what carries
-    over to other tasks and so underrates the adaptation."""
-    within = median_shots(target, shots) >= 4
+    over to other tasks and so underrates the adaptation; ``by_task``: whole tasks at any K
+    (what a model that will rank tasks without shots gains)."""
+    within = not by_task and median_shots(target, shots) >= 4
 
     def scores(config):
         return _by_group(cross_validate(model, source, target, shots, config, seed, "pca",
@@ -195,7 +199,7 @@ def _pooled_first(config: TransferConfig, check: dict | None, median: float) -> 
     """Whether the guard keeps pooled retraining without its beating the source model: where
     the median task x profile group has ``config.pooled_from`` shots or more (``median``; then
     the shots outweigh what the check can tell apart), unless it scored worse by one standard
-    error."""
-    if not config.pooled_from or not check or check["gain"] is None:
+    error; never for a model that will rank other tasks (``config.other_tasks``)."""
+    if config.other_tasks or not config.pooled_from or not check or check["gain"] is None:
         return False
     return median >= config.pooled_from and check["gain"] >= -check["se"]
