@@ -78,8 +78,8 @@ from gbxfer.training import train
 from gbxfer.transfer import TransferConfig, draw_shots, shots_rank, transfer
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-ARMS = ("tuned", "default", "other-tasks", "guard-blend", "guard+blend", "guard-continue", "unguarded",
-        "source-only", "pooled", "blend", "scratch", "upper")
+ARMS = ("tuned", "default", "other-tasks", "guard-blend", "guard+blend", "guard-continue",
+        "unguarded", "source-only", "pooled", "blend", "scratch", "upper")
 BENCH_VERSION = 9  # 9: the guard counts a group held out in both within-task halves once;
 # the compute-location and rfactor columns; 8: from 8 shots in the median group the guard keeps
 # pooled retraining unless it scores worse (TransferConfig.pooled_from); 7: groups of one left
