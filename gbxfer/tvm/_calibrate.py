@@ -5,7 +5,9 @@ ordered to be informative at any length (:func:`gbxfer.pruning.calibration_order
 over the tasks, each task's fastest program first, then the most different one), and replayed
 on the profile in that order, a few programs of every task per round, until the time budget
 is spent. The pretrained model is then transferred with every measurement as a shot (guarded:
-the adaptation is kept only where it wins inside the shots). Resumable: the measurements are
+the adaptation is kept only where it wins inside the shots, on tasks it did not adapt on, as
+``TransferConfig.other_tasks``: the model will rank the user's tasks, which a calibration need
+not have measured; scripts/bench_transfer.py, regime (b)). Resumable: the measurements are
 appended as they are taken (``OUT/measurements``), and a rerun measures what the budget has
 left (``OUT/calibrate.json`` counts the seconds spent), then transfers again.
 """
@@ -78,7 +80,8 @@ def calibrate(profile: HardwareProfile, out: Path, model: SavedModel, source: Da
     if len(target) == 0:
         raise GbxferError("no valid measurement to calibrate with (all failed, or the time "
                           "ran out before the first one)")
-    adapted = transfer(model, source, target, np.arange(len(target)), TransferConfig(), seed)
+    adapted = transfer(model, source, target, np.arange(len(target)),
+                       TransferConfig(other_tasks=True), seed)
     adapted.extra["calibration"] = {"profile": profile.name, "machine": profile.machine,
                                     "seconds": round(state["seconds"], 1),
                                     "programs": len(measured), "valid": len(target),
