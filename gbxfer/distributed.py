@@ -282,13 +282,13 @@ def _lightgbm_on_dask(client, ranker, objective, chunks, home, args):
     if not keep:  # no worker may get 0 rows
         raise GbxferError("nothing to train on: the training part is empty")
 
-    def side(k: int, meta):  # the features or the records of every kept part
+    def side(k: int, meta, parts):  # the features or the records of every kept part
         return dd.from_delayed([client.submit(operator.getitem, parts[i], k, workers=[home[i]],
                                               key=f"gbxfer-part-{i}-{k}-{token}")
                                 for i in keep], meta=meta, verify_meta=False)
 
     meta = _frames_meta(args[1])
-    features, records = side(0, meta[0]), side(1, meta[1])
+    features, records = side(0, meta[0], parts), side(1, meta[1], parts)
     del parts  # the two sides hold the frames
     ids, hardware = dask.compute(records["__record_id"], records["__hardware"].unique())
     params = {k: v for k, v in ranker.lightgbm_params(objective).items()

@@ -1,6 +1,6 @@
 """Few-shot transfer to unseen hardware: arms x K shots per task, mean +- 95% CI over seeds.
 
-    python scripts/bench_transfer.py [--seeds 5] [--shots 1,2,4,8,16] [--trials 10]
+    python scripts/bench_transfer.py [--seeds 5] [--first-seed 0] [--shots 1,2,4,8,16] [--trials 10]
                                      [--settings bundled,gpus] [--arms default,unguarded,...]
                                      [--match TEXT] [--report-only]
                                      [--config default] [--name bench_transfer]
@@ -257,6 +257,8 @@ def one(source, target, seed, k, trials, config, arms_wanted=ARMS, shared=None,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="shot draws first..first+seeds-1 (choices on 100-104, reports on 0-4)")
     parser.add_argument("--shots", default="1,2,4,8,16",
                         help="K values of regime (a) ('': none, regime (b) only)")
     parser.add_argument("--calibration", default="", metavar="N[,N...]",
@@ -282,6 +284,7 @@ def main() -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     config = load_model_config(args.config)
     log = RESULTS / f"{args.name}.jsonl"
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
     shots = [int(k) for k in args.shots.split(",") if k] + (
         [f"cal{int(n)}" for n in args.calibration.split(",") if n])
     if args.fresh and log.exists():
@@ -307,7 +310,7 @@ def main() -> None:
             done.update({key[:3]: row for key, row in logged.items()
                          if key[0] == name and key[3] == of_data})
         shared = None
-        for seed in range(args.seeds):
+        for seed in seeds:
             for k in shots:
                 if (name, seed, k) in done or args.report_only or (
                         isinstance(k, str) and not calibration):
@@ -327,7 +330,7 @@ def main() -> None:
                                    for a in ARMS if a in arms)
                 print(f"  seed {seed} K={k} ({arms['source-only']['n_shots']} shots): {scores} "
                       f"PCA/top-1 ({row['seconds']:.0f} s)", flush=True)
-    rows = summarize(done, hard, args.seeds, shots)
+    rows = summarize(done, hard, seeds, shots)
     print_table(rows, ["setting", "k", "arm", "seeds", "pca", "pca_ci", "top1", "top1_ci",
                        "top5", "d_pca", "d_pca_ci", "d_top1", "d_top1_ci", "adapted",
                        "random_top1", "spearman"])
@@ -335,11 +338,11 @@ def main() -> None:
     write_results(args.name, rows, trials=args.trials, hardness=hard, config=args.config)
 
 
-def summarize(done, hard, n_seeds, shots) -> list[dict]:
+def summarize(done, hard, seeds, shots) -> list[dict]:
     rows = []
     for name in hard:
         for k in shots:
-            runs = [done[(name, s, k)] for s in range(n_seeds) if (name, s, k) in done]
+            runs = [done[(name, s, k)] for s in seeds if (name, s, k) in done]
             for arm in ARMS:
                 paired = [run for run in runs if arm in run["arms"]]
                 reps = [run["arms"][arm] for run in paired]
