@@ -218,6 +218,18 @@ def test_rank_label_learns_the_order_within_groups_not_the_values(ansor_cpu, bac
     assert np.allclose(a.predict(ansor_cpu.X), on_ranks.predict(ansor_cpu.X))
 
 
+def test_mixed_label_is_the_mean_of_the_rank_and_the_throughput():
+    from gbxfer.model._ranker import group_ranks, training_labels
+
+    y = np.array([0.2, 1.0, 0.5, 1.0, 0.9])
+    codes = np.array([0, 0, 0, 1, 1])
+    mixed = training_labels(y, codes, "rank+throughput")
+    assert np.allclose(mixed, (group_ranks(y, codes) + y) / 2)
+    assert np.array_equal(np.argsort(mixed[:3]), np.argsort(y[:3]))  # the order within a group
+    grades = training_labels(y, codes, "rank+throughput", levels=31)
+    assert grades.dtype.kind == "i" and grades.max() < 31
+
+
 def test_unknown_label_names_the_labels():
     with pytest.raises(ValueError, match="throughput, rank"):
         GBCostRanker(label="latency", n_estimators=2).fit(np.ones((4, 2)), np.ones(4))

@@ -13,7 +13,7 @@ OBJECTIVES = {
 }
 
 
-LABELS = ("throughput", "rank")
+LABELS = ("throughput", "rank", "rank+throughput")
 
 
 def relevance_grades(y, levels: int) -> np.ndarray:
@@ -54,6 +54,8 @@ def training_labels(y, codes, label: str = "throughput", levels: int | None = No
     y = np.asarray(y, dtype=float)
     if label == "rank" and levels is None:
         return group_ranks(y, codes)
+    if label == "rank+throughput":  # the order of every pair, and how far from the best
+        y = (group_ranks(y, codes) + y) / 2
     if label == "rank":  # grades encode order alone: the ranks spread over 0..levels-1
         ranks, sizes = _ranks(y, codes)
         y = (ranks - 1) / np.maximum(sizes - 1, 1)
@@ -78,10 +80,11 @@ class GBCostRanker(BaseEstimator):
     relevance_levels : int
         Ranking objectives turn the label y (min latency / latency within the group, in
         [0, 1]; its rank with ``label="rank"``) into integer grades ``floor(y * (levels - 1))``.
-    label : {"throughput", "rank"}
+    label : {"throughput", "rank", "rank+throughput"}
         What the booster learns: ``"throughput"`` the label y itself; ``"rank"`` y's rank
         within its group as an expected percentile (:func:`group_ranks`: every pair of
-        programs weighs alike, where y squeezes the slow majority of a group near 0).
+        programs weighs alike, where y squeezes the slow majority of a group near 0);
+        ``"rank+throughput"`` the mean of the two.
     random_state : int
     n_jobs : int
 
@@ -200,7 +203,8 @@ class GBCostRanker(BaseEstimator):
         params = {"objective": objective, "learning_rate": self.learning_rate,
                   "num_leaves": self.num_leaves, "max_depth": self.max_depth,
                   "min_child_samples": self.min_child_samples,
-                  "bagging_fraction": self.subsample, "bagging_freq": 1 if self.subsample < 1 else 0,
+                  "bagging_fraction": self.subsample,
+                  "bagging_freq": 1 if self.subsample < 1 else 0,
                   "feature_fraction": self.colsample_bytree, "lambda_l2": self.reg_lambda,
                   "seed": self.random_state, "num_threads": self.n_jobs, "verbosity": -1,
                   "deterministic": True, "force_row_wise": True}
@@ -212,7 +216,8 @@ class GBCostRanker(BaseEstimator):
     def xgboost_params(self, objective: str) -> dict:
         """The XGBoost training parameters of this estimator (LightGBM names mapped)."""
         params = {"objective": "reg:squarederror" if objective == "regression" else objective,
-                  "eta": self.learning_rate, "max_depth": 6 if self.max_depth < 0 else self.max_depth,
+                  "eta": self.learning_rate,
+                  "max_depth": 6 if self.max_depth < 0 else self.max_depth,
                   "max_leaves": self.num_leaves, "min_child_weight": 1e-3 * self.min_child_samples,
                   "subsample": self.subsample, "colsample_bytree": self.colsample_bytree,
                   "lambda": self.reg_lambda, "seed": self.random_state, "nthread": self.n_jobs,
