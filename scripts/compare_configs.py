@@ -13,8 +13,8 @@ a rank average of the shipped default and lambdarank, and the shipped default (L
 rank label, 600 x 0.05, 63 leaves) grown larger, regularized otherwise, on the throughput label,
 on the mean of the two labels, and rank-averaged with its throughput-label twin.
 ``--variants`` runs only the named ones (the first is then the reference of ``d_*``);
-``--blocks`` the feature blocks (default: the shipped default's; runs before 2026-12-05 used program, workload and
-hardware). Choices are made on seeds 100-104 (``--first-seed 100``);
+``--blocks`` the feature blocks (default: the shipped default's; runs before 2026-12-05 used
+program, workload and hardware). Choices are made on seeds 100-104 (``--first-seed 100``);
 scripts/bench_model.py reports the chosen config on seeds 0-4.
 Results: scripts/results/<name>.{json,csv}.
 """
