@@ -1,7 +1,7 @@
 """ONNX models tuned by gbxfer and by TVM's XGBModel, against ONNX Runtime on the same machine.
 
     python scripts/bench_onnx.py [--models resnet50,bert] [--minutes 60] [--points 15,30,60]
-                                 --hardware PROFILE [--seed 0] [--repeats 15] [--jobs 1]
+                                 --hardware PROFILE [--seed 0] [--repeats 15] [--jobs N]
                                  [--population N] [--online MODE] [--work DIR]
                                  [--bert-layers 12]
                                  [--name bench_onnx]
@@ -13,26 +13,26 @@ GELU, LayerNormalization; batch 1, sequence 128; hidden states in). Tunes each o
 (give this machine's native ISA at 1 thread, e.g. spr-avx512-1t) for --minutes with ``gbxfer
 tune --onnx`` and the gbxfer cost model (the pretrained model, online updates), and with
 ``--cost-model xgb`` (TVM's XGBModel), both with ``--jobs`` (threads searching, workers
-building; gbxfer's run with ``--population``, by default ``gbxfer tune``'s, XGBModel's with
-MetaSchedule's 512): one run each, saved under --work as it finishes (a rerun
-skips finished runs and timings; a work folder resumes only on the CPU model and profile that
-began it). Each run's database as it was at each of --points minutes by the tuning curve's
-clock (the last point: the shorter run's end, as both overrun the budget by their last batch)
-is compiled to a library named by its trial count (``<method>-<trials>t.so``; with the run's
-``parallel_within`` when it recorded one above 0, as ``gbxfer tune`` builds by default since
-2026-12-05, ``<method>-<trials>t-p<F>.so``). Then, in one process per thread count (1 and
-2), every library's outputs are checked against ONNX Runtime's on seeded random inputs (the
-largest absolute difference, the output's scale, within tolerance as ``gbxfer tune`` states
-it); ONNX Runtime (defaults except intra-op threads = the count, inter-op 1) and every tuned
-library are timed in --repeats rounds, each timing every build once (mean over >= 0.5 s) in a
-seeded shuffled order, TVM untuned in the first round only (two orders of magnitude slower; its
-ratio is the median of those to each round's ONNX Runtime). gbxfer's latency over XGBModel's is
-the median of the per-round ratios, as is each build's over ONNX Runtime's. Reported too: the
-first point at which gbxfer's build is as fast as ONNX Runtime, or its ratio at the end. Every
-row records the CPU model (name, family, model, stepping). Run on an idle machine. Results:
-scripts/results/<name>.{json,csv,png}, written after each model, hold every model and seed
-timed in --work on this machine and profile (``rows.json`` of each work folder); the libraries
-and runs under --work.
+building; by default ``gbxfer tune``'s, the usable cores; gbxfer's run with ``--population``,
+by default ``gbxfer tune``'s, XGBModel's with MetaSchedule's 512): one run each, saved under
+--work as it finishes (a rerun skips finished runs and timings; a work folder resumes only on
+the CPU model and profile that began it). Each run's database as it was at each of --points
+minutes by the tuning curve's clock (the last point: the shorter run's end, as both overrun the
+budget by their last batch) is compiled to a library named by its trial count
+(``<method>-<trials>t.so``; with the run's ``parallel_within`` when it recorded one above 0, as
+``gbxfer tune`` builds by default since 2026-12-05, ``<method>-<trials>t-p<F>.so``). Then, in
+one process per thread count (1 and 2), every library's outputs are checked against ONNX
+Runtime's on seeded random inputs (the largest absolute difference, the output's scale, within
+tolerance as ``gbxfer tune`` states it); ONNX Runtime (defaults except intra-op threads = the
+count, inter-op 1) and every tuned library are timed in --repeats rounds, each timing every
+build once (mean over >= 0.5 s) in a seeded shuffled order, TVM untuned in the first round only
+(two orders of magnitude slower; its ratio is the median of those to each round's ONNX
+Runtime). gbxfer's latency over XGBModel's is the median of the per-round ratios, as is each
+build's over ONNX Runtime's. Reported too: the first point at which gbxfer's build is as fast
+as ONNX Runtime, or its ratio at the end. Every row records the CPU model (name, family, model,
+stepping). Run on an idle machine. Results: scripts/results/<name>.{json,csv,png}, written
+after each model, hold every model and seed timed in --work on this machine and profile
+(``rows.json`` of each work folder); the libraries and runs under --work.
 """
 from __future__ import annotations
 
@@ -49,6 +49,7 @@ import pandas as pd
 from _results import RESULTS, print_table, stamp, write_results
 
 from gbxfer.online import DEFAULT_MODE, MODES
+from gbxfer.records._parallel import usable_cpus
 
 METHODS = {"gbxfer": "gbxfer", "xgb": "XGBModel"}
 
@@ -428,8 +429,9 @@ def main() -> None:
                              "spr-avx512-1t (gbxfer hardware list)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--jobs", type=int, default=1,
-                        help="gbxfer tune --jobs: threads searching, workers building")
+    parser.add_argument("--jobs", type=int, default=usable_cpus(),
+                        help="gbxfer tune --jobs: threads searching, workers building "
+                             "(default: gbxfer tune's, the usable cores)")
     parser.add_argument("--population", type=int,
                         help="gbxfer tune --population for gbxfer's run (default: gbxfer "
                              "tune's; XGBModel's: 512)")

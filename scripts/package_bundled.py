@@ -78,7 +78,12 @@ def main() -> None:
     if args.add:
         bundled = load_dataset("bundled")
         again = {h for part in parts for h in part.hardware}
-        parts.insert(0, bundled.select(~bundled.records["hardware"].isin(again).to_numpy()))
+        kept = bundled.select(~bundled.records["hardware"].isin(again).to_numpy())
+        paths = {s["path"] for part in parts for s in part.manifest.get("sources", [])}
+        kept.manifest = {**bundled.manifest,  # a replaced source is not listed twice
+                         "sources": [s for s in bundled.manifest.get("sources", [])
+                                     if s["path"] not in paths]}
+        parts.insert(0, kept)
     ds = whole(Dataset.concat(parts), args.min_programs, complete)
     from gbxfer.tvm import describe_tasks, per_store_features
 
