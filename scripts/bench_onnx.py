@@ -194,7 +194,7 @@ def tune_run(model_path: Path, method: str, args, out: Path) -> dict:
                              "minutes: give another --work")
         if (jobs := summary.get("jobs", 1)) != args.jobs:  # 1 before --jobs was recorded
             raise SystemExit(f"{out} was tuned with --jobs {jobs}, not "
-                             f"{args.jobs}: give another --work")
+                             f"{args.jobs}: give --jobs {jobs} or another --work")
         population = summary.get("population", 512)  # 512 before it was recorded
         if method == "gbxfer" and population != args.population:
             raise SystemExit(f"{out} was tuned with --population {population}, not "
