@@ -12,6 +12,7 @@ or on the rank within the group (``label: rank``), at three model sizes, LightGB
 a rank average of the shipped default and lambdarank, and the shipped default (LightGBM on the
 rank label, 600 x 0.05, 63 leaves) grown larger, regularized otherwise, on the throughput label,
 on the mean of the two labels, and rank-averaged with its throughput-label twin.
+Rows also give the median seconds of a fit and of the test part's prediction (one thread).
 ``--variants`` runs only the named ones (the first is then the reference of ``d_*``);
 ``--blocks`` the feature blocks (default: the shipped default's; runs before 2026-12-05 used
 program, workload and hardware). Choices are made on seeds 100-104 (``--first-seed 100``);
@@ -21,7 +22,9 @@ Results: scripts/results/<name>.{json,csv}.
 from __future__ import annotations
 
 import argparse
+import time
 
+import numpy as np
 import pandas as pd
 from _results import print_table, write_results
 from _bench import experiment, paired_rows
@@ -56,6 +59,16 @@ VARIANTS = {
     "shipped default, L2 1": {**DEFAULT, "reg_lambda": 1.0},
     "shipped default, throughput label": {**DEFAULT, "label": "throughput"},
     "shipped default, rank+throughput label": {**DEFAULT, "label": "rank+throughput"},
+    # the best of scripts/tune_config.py's free study on seeds 100-104 (2026-12-06)
+    "tuned: 900 x 0.0355, 117 leaves, bagging 0.67": {
+        **DEFAULT, "n_estimators": 900, "learning_rate": 0.0355, "num_leaves": 117,
+        "min_child_samples": 42, "subsample": 0.666, "colsample_bytree": 0.805,
+        "reg_lambda": 0.0065},
+    # the best of its same-size study (600 trees, at most 63 leaves) on seeds 100-104
+    "tuned: 600 x 0.0565, 57 leaves, bagging 0.69": {
+        **DEFAULT, "n_estimators": 600, "learning_rate": 0.0565, "num_leaves": 57,
+        "min_child_samples": 41, "subsample": 0.692, "colsample_bytree": 0.788,
+        "reg_lambda": 0.0247},
 }
 ENSEMBLES = {  # rank averages of two variants' scores within each group, when both run
     "rank average of the shipped default and lambdarank 300 x 0.1":
@@ -88,14 +101,18 @@ def main() -> None:
     args, dataset, fm = experiment(__doc__, options=options)
     r = fm.records
     results: dict = {}
+    seconds: dict = {}  # variant -> per-seed (fit, predict) seconds, one thread
     for seed in args.seed_list:
         test = SplitSpec("by-task", 0.3, seed).test_mask(dataset)
         groups = r["group"][test].to_numpy()
         scores = {}
         for name, params in args.variants.items():
+            start = time.perf_counter()
             model = GBCostRanker(**{**params, "random_state": seed}).fit(
                 fm.X[~test], r["label"][~test], groups=r["group"][~test])
+            middle = time.perf_counter()
             scores[name] = model.predict(fm.X[test])
+            seconds.setdefault(name, []).append((middle - start, time.perf_counter() - middle))
         for ensemble, pair in ENSEMBLES.items():
             if set(pair) <= set(scores):
                 scores[ensemble] = sum(
@@ -105,6 +122,10 @@ def main() -> None:
                 r["latency"][test], s, r["group"][test], r["weight"][test]))
         print(f"seed {seed} done", flush=True)
     rows = paired_rows(results, METRICS)
+    for row in rows:
+        if row["variant"] in seconds:
+            fit, predict = np.median(seconds[row["variant"]], axis=0)
+            row["fit_s"], row["predict_s"] = round(float(fit), 1), round(float(predict), 2)
     print_table(rows)
     write_results(args.name, rows, dataset=args.dataset, test_fraction=0.3,
                   seeds=args.seed_list, blocks=args.blocks.split(","))

@@ -230,6 +230,18 @@ def test_mixed_label_is_the_mean_of_the_rank_and_the_throughput():
     assert grades.dtype.kind == "i" and grades.max() < 31
 
 
+def test_extra_trees_draws_lightgbm_thresholds_and_xgboost_refuses_it(ansor_cpu):
+    X, y, groups = ansor_cpu.X, ansor_cpu.records["label"], ansor_cpu.records["group"]
+    plain = GBCostRanker(n_estimators=20, objective="regression").fit(X, y, groups=groups)
+    extra = GBCostRanker(n_estimators=20, objective="regression", extra_trees=True)
+    extra.fit(X, y, groups=groups)
+    assert extra.booster_.params["extra_trees"] is True
+    assert not np.allclose(plain.predict(X), extra.predict(X))
+    assert pairwise_accuracy(ansor_cpu.records["latency"], extra.predict(X), groups) > 0.6
+    with pytest.raises(ValueError, match="extra_trees is a LightGBM parameter"):
+        GBCostRanker(backend="xgboost", extra_trees=True, n_estimators=2).fit(X, y)
+
+
 def test_unknown_label_names_the_labels():
     with pytest.raises(ValueError, match="throughput, rank"):
         GBCostRanker(label="latency", n_estimators=2).fit(np.ones((4, 2)), np.ones(4))

@@ -77,6 +77,9 @@ class GBCostRanker(BaseEstimator):
         TVM's XGBModel and TenSet do). ``None`` picks the backend's first ranking objective.
     n_estimators, learning_rate, num_leaves, max_depth, min_child_samples, subsample,
     colsample_bytree, reg_lambda : booster parameters (LightGBM names; mapped for XGBoost).
+    extra_trees : bool
+        LightGBM only: each split's threshold drawn at random per feature (extremely
+        randomized trees).
     relevance_levels : int
         Ranking objectives turn the label y (min latency / latency within the group, in
         [0, 1]; its rank with ``label="rank"``) into integer grades ``floor(y * (levels - 1))``.
@@ -119,8 +122,8 @@ class GBCostRanker(BaseEstimator):
 
     def __init__(self, backend="lightgbm", objective=None, n_estimators=300, learning_rate=0.1,
                  num_leaves=31, max_depth=-1, min_child_samples=20, subsample=1.0,
-                 colsample_bytree=1.0, reg_lambda=0.0, relevance_levels=31, label="throughput",
-                 random_state=0, n_jobs=1):
+                 colsample_bytree=1.0, reg_lambda=0.0, extra_trees=False, relevance_levels=31,
+                 label="throughput", random_state=0, n_jobs=1):
         self.backend = backend
         self.objective = objective
         self.n_estimators = n_estimators
@@ -131,6 +134,7 @@ class GBCostRanker(BaseEstimator):
         self.subsample = subsample
         self.colsample_bytree = colsample_bytree
         self.reg_lambda = reg_lambda
+        self.extra_trees = extra_trees
         self.relevance_levels = relevance_levels
         self.label = label
         self.random_state = random_state
@@ -206,6 +210,7 @@ class GBCostRanker(BaseEstimator):
                   "bagging_fraction": self.subsample,
                   "bagging_freq": 1 if self.subsample < 1 else 0,
                   "feature_fraction": self.colsample_bytree, "lambda_l2": self.reg_lambda,
+                  "extra_trees": bool(self.extra_trees),
                   "seed": self.random_state, "num_threads": self.n_jobs, "verbosity": -1,
                   "deterministic": True, "force_row_wise": True}
         if objective != "regression":
@@ -215,6 +220,8 @@ class GBCostRanker(BaseEstimator):
 
     def xgboost_params(self, objective: str) -> dict:
         """The XGBoost training parameters of this estimator (LightGBM names mapped)."""
+        if self.extra_trees:
+            raise ValueError("extra_trees is a LightGBM parameter; XGBoost has no such trees")
         params = {"objective": "reg:squarederror" if objective == "regression" else objective,
                   "eta": self.learning_rate,
                   "max_depth": 6 if self.max_depth < 0 else self.max_depth,
