@@ -9,7 +9,7 @@ Models (same data, same splits, same seeds):
   gbxfer            the default config (configs/model/default.yaml) on program + workload +
                     hardware features
   gbxfer-large      the default grown to 900 trees x 117 leaves (configs/model/large.yaml;
-                    about 1.8x the default's training time, 4.4x its prediction)
+                    about 1.9x the default's training time, 4.4x its prediction)
   gbxfer-lambdarank LightGBM lambdarank (configs/model/lambdarank.yaml), same features
   gbxfer-xgboost    XGBoost regression on the throughput label (configs/model/xgboost.yaml,
                     the default until 2026-12-04), same features

@@ -9,9 +9,11 @@ scored on its test part; ``d_*`` are the paired per-seed differences to the firs
 (XGBoost regression on the throughput label, the default until 2026-12-04,
 configs/model/xgboost.yaml). Variants: XGBoost and LightGBM regression on the throughput label
 or on the rank within the group (``label: rank``), at three model sizes, LightGBM lambdarank,
-a rank average of the shipped default and lambdarank, and the shipped default (LightGBM on the
-rank label, 600 x 0.05, 63 leaves) grown larger, regularized otherwise, on the throughput label,
-on the mean of the two labels, and rank-averaged with its throughput-label twin.
+a rank average of the shipped default and lambdarank, the former default (LightGBM on the
+rank label, 600 x 0.05, 63 leaves, until 2026-12-06; the runs before then named its variants
+"shipped default, ...") grown larger, regularized otherwise, on the throughput label, on the
+mean of the two labels, and rank-averaged with its throughput-label twin, and the two configs
+scripts/tune_config.py chose (the shipped default's parameters and large.yaml's since).
 Rows also give the median seconds of a fit and of the test part's prediction (one thread).
 ``--variants`` runs only the named ones (the first is then the reference of ``d_*``);
 ``--blocks`` the feature blocks (default: the shipped default's; runs before 2026-12-05 used
@@ -39,6 +41,9 @@ BIG = {"n_estimators": 600, "learning_rate": 0.05, "num_leaves": 63, "min_child_
 BIGGER = {"n_estimators": 1000, "learning_rate": 0.03, "num_leaves": 127,
           "min_child_samples": 10}
 DEFAULT = load_model_config().params
+# the default from 2026-12-04 to 2026-12-06, which the variants named after it modify
+FORMER = {"backend": "lightgbm", "objective": "regression", "label": "rank", **BIG,
+          "colsample_bytree": 0.8}
 VARIANTS = {
     "xgboost regression, throughput, 150 x 0.2": XGB,
     "xgboost regression, rank, 150 x 0.2": {**XGB, "label": "rank"},
@@ -50,31 +55,33 @@ VARIANTS = {
     "lambdarank, 300 x 0.1": LAMBDARANK,
     "lambdarank, 600 x 0.05": {**LAMBDARANK, **BIG},
     "shipped default": DEFAULT,
-    "shipped default, 127 leaves": {**DEFAULT, "num_leaves": 127},
-    "shipped default, 1200 x 0.05": {**DEFAULT, "n_estimators": 1200},
-    "shipped default, 1500 x 0.03, 127 leaves": load_model_config("large").params,
-    "shipped default, 1000 x 0.03, 255 leaves": {**DEFAULT, **BIGGER, "num_leaves": 255},
-    "shipped default, bagging 0.8, columns 0.5": {**DEFAULT, "subsample": 0.8,
-                                                   "colsample_bytree": 0.5},
-    "shipped default, L2 1": {**DEFAULT, "reg_lambda": 1.0},
-    "shipped default, throughput label": {**DEFAULT, "label": "throughput"},
-    "shipped default, rank+throughput label": {**DEFAULT, "label": "rank+throughput"},
-    # the best of scripts/tune_config.py's free study on seeds 100-104 (2026-12-06)
+    "former default": FORMER,
+    "former default, 127 leaves": {**FORMER, "num_leaves": 127},
+    "former default, 1200 x 0.05": {**FORMER, "n_estimators": 1200},
+    "former large, 1500 x 0.03, 127 leaves": {**FORMER, "n_estimators": 1500,
+                                              "learning_rate": 0.03, "num_leaves": 127},
+    "former default, 1000 x 0.03, 255 leaves": {**FORMER, **BIGGER, "num_leaves": 255},
+    "former default, bagging 0.8, columns 0.5": {**FORMER, "subsample": 0.8,
+                                                  "colsample_bytree": 0.5},
+    "former default, L2 1": {**FORMER, "reg_lambda": 1.0},
+    "former default, throughput label": {**FORMER, "label": "throughput"},
+    "former default, rank+throughput label": {**FORMER, "label": "rank+throughput"},
+    # the best of scripts/tune_config.py's free study on seeds 100-104 (2026-12-06; large.yaml)
     "tuned: 900 x 0.0355, 117 leaves, bagging 0.67": {
-        **DEFAULT, "n_estimators": 900, "learning_rate": 0.0355, "num_leaves": 117,
+        **FORMER, "n_estimators": 900, "learning_rate": 0.0355, "num_leaves": 117,
         "min_child_samples": 42, "subsample": 0.666, "colsample_bytree": 0.805,
         "reg_lambda": 0.0065},
-    # the best of its same-size study (600 trees, at most 63 leaves) on seeds 100-104
+    # the best of its same-size study on seeds 100-104 (the shipped default since 2026-12-06)
     "tuned: 600 x 0.0565, 57 leaves, bagging 0.69": {
-        **DEFAULT, "n_estimators": 600, "learning_rate": 0.0565, "num_leaves": 57,
+        **FORMER, "n_estimators": 600, "learning_rate": 0.0565, "num_leaves": 57,
         "min_child_samples": 41, "subsample": 0.692, "colsample_bytree": 0.788,
         "reg_lambda": 0.0247},
 }
 ENSEMBLES = {  # rank averages of two variants' scores within each group, when both run
     "rank average of the shipped default and lambdarank 300 x 0.1":
         ("shipped default", "lambdarank, 300 x 0.1"),
-    "rank average of the shipped default on the rank and the throughput label":
-        ("shipped default", "shipped default, throughput label"),
+    "rank average of the former default on the rank and the throughput label":
+        ("former default", "former default, throughput label"),
 }
 METRICS = ("pca", "top1", "top5")
 

@@ -11,16 +11,22 @@ first and kept in the study, so every trial is paired to it per seed. The search
 leaves (same-size: 31-63), 5-80 samples a leaf, row sampling 0.6-1, column sampling 0.3-1, L2
 0.001-30, extremely randomized trees or not. The study lives
 in scripts/results/NAME.db (SQLite): a rerun with the same name continues it up to
-``--trials`` finished trials, so a killed run loses at most the trial it was in.
+``--trials`` finished trials, so a killed run loses at most the trial it was in; the study
+keeps the default's parameters and ``--space``, and refuses to continue under others. Its
+times are compared with the default's as measured when the study began (a resumed study's
+trials may run under other load).
 
 Choices on seeds 100-104 (the default here); scripts/compare_configs.py reports the chosen
 parameters on seeds 0-4. Rule written before the first run (2026-12-06): the trial with the
 highest mean PCA is the candidate; it replaces the default's parameters if, on these seeds,
 its paired PCA difference to the default has a 95% CI above 0, its top-1 difference is >=
 -0.01, and it trains and predicts in at most 1.5x the default's time; reported on seeds 0-4,
-it is reverted if its PCA difference's CI lies below 0 there. The same-size study (written
-after the free one's first 40 trials had drifted to larger models, 2026-12-06) has the same
-rule.
+it is reverted if its PCA difference's CI lies below 0 there. Two rules written after the
+free study's first 40 trials had drifted to larger models (2026-12-06): the same-size study
+has the same rule; the free study's best replaces configs/model/large.yaml's parameters if,
+on seeds 100-104 and paired to large.yaml's (scripts/compare_configs.py), its PCA difference
+is >= 0 and it trains in less time (the same seeds that chose it: its gain there is
+optimistic).
 
 Results: scripts/results/NAME.{json,csv}: every finished trial, its parameters, mean PCA /
 top-1 / top-5, the paired differences to the default with 95% CIs, seconds per fit and per
@@ -65,8 +71,8 @@ def options(parser) -> None:
     parser.add_argument("--trials", type=int, default=40, help="finished trials (default 40)")
     parser.add_argument("--name", default="tune_config", help="study and results file name")
     parser.add_argument("--space", choices=sorted(SPACES), default="free",
-                        help="free: 300-900 trees, 31-127 leaves; same-size: the default's 600 "
-                             "trees and at most its 63 leaves (no slower to predict)")
+                        help="free: 300-900 trees, 31-127 leaves; same-size: 600 trees and "
+                             "31-63 leaves (the default's size on 2026-12-06)")
     parser.set_defaults(first_seed=100)  # choices are made on seeds 100-104
 
 
@@ -93,7 +99,7 @@ def main() -> None:
                 "predict_s": float(np.median(predict_s))}
 
     def objective(trial: optuna.Trial) -> float:
-        result = measure({**DEFAULT, **space(trial, SPACES[args.space])})
+        result = measure({**base, **space(trial, SPACES[args.space])})
         for key, value in result.items():
             trial.set_user_attr(key, value)
         values = np.array(result["per_seed"])
@@ -106,7 +112,13 @@ def main() -> None:
     study = open_study(args.name, f"sqlite:///{RESULTS / (args.name + '.db')}",
                        args.first_seed)
     if "default" not in study.user_attrs:  # the reference every trial is paired to
-        study.set_user_attr("default", measure(dict(DEFAULT)))
+        study.set_user_attr("default", {**measure(dict(DEFAULT)), "params": dict(DEFAULT)})
+        study.set_user_attr("space", args.space)
+    base = study.user_attrs["default"]["params"]
+    if base != DEFAULT or study.user_attrs.get("space") != args.space:
+        raise SystemExit(f"tune_config.py: study {args.name!r} was started with other default "
+                         f"parameters or another --space ({study.user_attrs.get('space')}); "
+                         "give a new --name")
     while sum(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials) < args.trials:
         study.optimize(objective, n_trials=1)
     write_results(args.name, report_rows(study), dataset=args.dataset, test_fraction=0.3,
@@ -121,7 +133,7 @@ def report_rows(study: optuna.Study) -> list[dict]:
     done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     reference = np.array(default["per_seed"])
     rows = []
-    for number, params, attrs in [("default", DEFAULT, default)] + [
+    for number, params, attrs in [("default", default["params"], default)] + [
             (t.number, t.params, t.user_attrs) for t in sorted(done, key=lambda t: -t.value)]:
         values = np.array(attrs["per_seed"])
         row = {"trial": number, **{k: v for k, v in params.items() if k in SPACE_KEYS}}

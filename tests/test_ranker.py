@@ -242,6 +242,14 @@ def test_extra_trees_draws_lightgbm_thresholds_and_xgboost_refuses_it(ansor_cpu)
         GBCostRanker(backend="xgboost", extra_trees=True, n_estimators=2).fit(X, y)
 
 
+def test_saved_params_name_extra_trees_only_when_set():
+    from gbxfer.model._saved import saved_params
+
+    assert "extra_trees" not in saved_params(GBCostRanker())  # an older gbxfer loads it
+    assert saved_params(GBCostRanker(extra_trees=True))["extra_trees"] is True
+    assert GBCostRanker(**saved_params(GBCostRanker())).get_params() == GBCostRanker().get_params()
+
+
 def test_unknown_label_names_the_labels():
     with pytest.raises(ValueError, match="throughput, rank"):
         GBCostRanker(label="latency", n_estimators=2).fit(np.ones((4, 2)), np.ones(4))

@@ -109,12 +109,12 @@ class SavedModel:
         partner = None
         if self.partner is not None:
             partner = {"booster_file": PARTNER_FILES[self.partner.backend],
-                       "params": self.partner.get_params(), "objective": self.partner.objective_}
+                       "params": saved_params(self.partner), "objective": self.partner.objective_}
             self.partner.booster_.save_model(str(folder / partner["booster_file"]))
             files.append(partner["booster_file"])
         meta = {
             "format": FORMAT_NAME, "schema_version": MODEL_SCHEMA_VERSION,
-            "booster_file": booster_file, "params": self.ranker.get_params(),
+            "booster_file": booster_file, "params": saved_params(self.ranker),
             "objective": self.ranker.objective_, "n_features": int(self.ranker.n_features_in_),
             "columns": list(self.columns), "hardware": list(self.hardware),
             "split": self.split, "train_record_ids": list(self.train_record_ids),
@@ -208,6 +208,15 @@ def load_models(path) -> dict:
     if None in models and len(models) > 1:
         raise GbxferError(f"{path}: the manifest mixes a joint model with per-profile ones")
     return models
+
+
+def saved_params(ranker: GBCostRanker) -> dict:
+    """The estimator's parameters as ``model.json`` keeps them: ``extra_trees`` (2026-12-06)
+    only when set, so that a model without it still loads in an older gbxfer."""
+    params = ranker.get_params()
+    if not params.get("extra_trees"):
+        params.pop("extra_trees", None)
+    return params
 
 
 def _read_ranker(folder: Path, meta: dict, files: dict, n_features: int) -> GBCostRanker:
