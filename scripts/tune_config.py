@@ -38,7 +38,7 @@ import time
 
 import numpy as np
 import optuna
-from _bench import ci95, experiment
+from _bench import experiment, paired_rows
 from _results import RESULTS, print_table, write_results
 
 from gbxfer import SplitSpec
@@ -48,9 +48,6 @@ from gbxfer.study import open_study
 
 DEFAULT = load_model_config().params
 METRICS = ("pca", "top1", "top5")
-SPACE_KEYS = ("n_estimators", "learning_rate", "num_leaves", "min_child_samples", "subsample",
-              "colsample_bytree", "reg_lambda", "extra_trees")
-
 
 SPACES = {"free": {"n_estimators": (300, 900), "num_leaves": (31, 127)},
           "same-size": {"n_estimators": (600, 600), "num_leaves": (31, 63)}}
@@ -128,22 +125,19 @@ def main() -> None:
 
 def report_rows(study: optuna.Study) -> list[dict]:
     """One row for the shipped default, then one per finished trial, best first: parameters,
-    means and paired differences to the default."""
+    means and paired differences to the default (``_bench.paired_rows``), seconds."""
     default = study.user_attrs["default"]
-    done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
-    reference = np.array(default["per_seed"])
-    rows = []
-    for number, params, attrs in [("default", default["params"], default)] + [
-            (t.number, t.params, t.user_attrs) for t in sorted(done, key=lambda t: -t.value)]:
-        values = np.array(attrs["per_seed"])
-        row = {"trial": number, **{k: v for k, v in params.items() if k in SPACE_KEYS}}
-        for i, metric in enumerate(METRICS):
-            row[metric] = round(float(values[:, i].mean()), 4)
-            d, ci = ci95(values[:, i] - reference[:, i])
-            row[f"d_{metric}"], row[f"d_{metric}_ci"] = round(d, 4), round(ci, 4)
-        row["fit_s"] = round(attrs["fit_s"], 1)
-        row["predict_s"] = round(attrs["predict_s"], 2)
-        rows.append(row)
+    done = sorted((t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE),
+                  key=lambda t: -t.value)
+    runs = [("default", default["params"], default)] + [
+        (t.number, t.params, t.user_attrs) for t in done]
+    keys = set(done[0].params) if done else set()  # the searched parameters
+    rows = paired_rows({number: [dict(zip(METRICS, values)) for values in attrs["per_seed"]]
+                        for number, _, attrs in runs}, METRICS, base="default")
+    for row, (_, params, attrs) in zip(rows, runs):
+        row["trial"] = row.pop("variant")
+        row.update({k: v for k, v in params.items() if k in keys},
+                   fit_s=round(attrs["fit_s"], 1), predict_s=round(attrs["predict_s"], 2))
     print_table(rows[:12], ["trial", "pca", "d_pca", "d_pca_ci", "top1", "d_top1", "top5",
                             "fit_s", "predict_s", "n_estimators", "num_leaves", "extra_trees"])
     return rows
