@@ -15,6 +15,10 @@ evaluated on the whole test part; all training data is the reference. Variants:
 * ``whole8``: groups of up to 8 programs kept whole;
 * ``latency2`` / ``latency0.5``: the log-latency coordinate weighted 2x / 0.5x;
 * ``fastest0.2``: the fastest 20% of each group's budget first, medoids of the rest;
+* ``herding``: kernel herding over the same points (Chen, Welling and Smola, 2010): each pick
+  the program that brings the kept set's mean Gaussian-kernel embedding closest to the whole
+  group's, so that the kept programs follow the group's density, not only its spread;
+* ``strata``: the group sorted by latency in k equal strata, one program drawn from each;
 * ``random``: a uniform draw per group.
 
 Reported per variant and kept fraction: mean PCA (and ``pca_3``: over groups with at least 3
@@ -35,16 +39,48 @@ from bench_pruning import load
 from gbxfer import SplitSpec
 from gbxfer.features import build
 from gbxfer.model import load_model_config
-from gbxfer.pruning import COMPONENTS, coreset, group_points, select
+from gbxfer.pruning import CHUNK, COMPONENTS, coreset, group_points, select
 from gbxfer.training import evaluate, train, training_part
 
-# variant: (groups kept whole up to this size, log-latency weight, fastest share of the budget)
-VARIANTS = {"medoids": (2, 1.0, 0.0), "whole8": (8, 1.0, 0.0), "latency2": (2, 2.0, 0.0),
-            "latency0.5": (2, 0.5, 0.0), "fastest0.2": (2, 1.0, 0.2)}
+# variant: (groups kept whole up to this size, log-latency weight, fastest share of the budget,
+# selection within the rest)
+VARIANTS = {"medoids": (2, 1.0, 0.0, "coreset"), "whole8": (8, 1.0, 0.0, "coreset"),
+            "latency2": (2, 2.0, 0.0, "coreset"), "latency0.5": (2, 0.5, 0.0, "coreset"),
+            "fastest0.2": (2, 1.0, 0.2, "coreset"), "herding": (2, 1.0, 0.0, "herding"),
+            "strata": (2, 1.0, 0.0, "strata")}
+
+
+def herding(points: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """Indices of ``k`` points by kernel herding (Gaussian kernel, bandwidth the median
+    squared distance), within random chunks of at most ``CHUNK`` points as ``coreset``."""
+    n = len(points)
+    chunks = np.array_split(rng.permutation(n), math.ceil(n / CHUNK))
+    shares = np.diff(np.round(np.linspace(0, k, len(chunks) + 1))).astype(int)
+    chosen = []
+    for chunk, m in zip(chunks, shares):
+        p = points[chunk]
+        norms = np.einsum("ij,ij->i", p, p)
+        d = np.maximum(norms[:, None] + norms[None, :] - 2.0 * p @ p.T, 0.0)
+        kernel = np.exp(-d / (np.median(d[d > 0]) if (d > 0).any() else 1.0))
+        target, total, picked = kernel.mean(1), np.zeros(len(p)), []
+        for t in range(int(m)):
+            score = target - total / (t + 1)
+            score[picked] = -np.inf
+            picked.append(int(np.argmax(score)))
+            total += kernel[:, picked[-1]]
+        chosen.append(chunk[picked])
+    return np.concatenate(chosen)
+
+
+def strata(latency: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """Indices of ``k`` programs: the group sorted by latency, cut in ``k`` equal strata, one
+    drawn from each."""
+    order = np.argsort(latency, kind="stable")
+    return np.array([rng.choice(s) for s in np.array_split(order, k)])
 
 
 def variant_select(part, keep: float, seed: int, whole: int, latency_weight: float,
-                   fastest: float) -> np.ndarray:
+                   fastest: float, how: str) -> np.ndarray:
     """Positions of the kept valid records: per group, ``fastest`` of the budget by latency,
     then ``gbxfer.pruning.coreset`` over points with the latency reweighted; each
     group's draws from a generator seeded with (``seed``, the group's number)."""
@@ -66,7 +102,10 @@ def variant_select(part, keep: float, seed: int, whole: int, latency_weight: flo
         rest = np.sort(order[len(first):])
         points = group_points(X[rows[rest]], latency[rows[rest]], COMPONENTS)
         points[:, -1] *= latency_weight
-        chosen = coreset(points, k - len(first), rng)
+        if how == "strata":
+            chosen = strata(latency[rows[rest]], k - len(first), rng)
+        else:
+            chosen = (herding if how == "herding" else coreset)(points, k - len(first), rng)
         kept.append(valid[rows[np.concatenate([first, rest[chosen]])]])
     return np.sort(np.concatenate(kept))
 
@@ -83,12 +122,16 @@ def main() -> None:
     parser.add_argument("--keep", default="0.2,0.4")
     parser.add_argument("--first-seed", type=int, default=100)
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--variants", default=None,
+                        help="only these variants (comma-separated; medoids always runs)")
     parser.add_argument("--name", default=None)
     args = parser.parse_args()
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     fractions = [float(k) for k in args.keep.split(",")]
     dataset, config = load(args.dataset), load_model_config(None)
     names = ["coreset", *VARIANTS, "random"]
+    if args.variants:
+        names = [n for n in names if n in {"medoids", *args.variants.split(",")}]
     runs = {}  # (variant, keep) -> per-seed (pca, pca_3) differences to all training data
     for seed in seeds:
         split = SplitSpec("within-task", 0.3, seed)

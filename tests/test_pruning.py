@@ -6,7 +6,7 @@ import pytest
 
 from gbxfer import GbxferError
 from gbxfer.cli import main
-from gbxfer.pruning import k_center_greedy, k_means_medoids, prune, select
+from gbxfer.pruning import herding, k_center_greedy, k_means_medoids, prune, select
 
 
 def test_k_center_greedy_picks_the_farthest_point_each_time():
@@ -26,7 +26,22 @@ def test_k_means_medoids_follow_the_density_where_k_center_follows_the_outliers(
     assert (medoids < 180).sum() >= 10 > (k_center < 180).sum()
 
 
-@pytest.mark.parametrize("method", ["coreset", "kcenter", "random"])
+def test_herding_keeps_each_cluster_in_its_share_without_duplicates():
+    rng = np.random.default_rng(0)
+    points = np.vstack([rng.normal(0.0, 1.0, (300, 3)), rng.normal(6.0, 0.5, (100, 3))])
+    points = np.vstack([points, points[:50]])  # 50 exact duplicates of the first cluster
+    kept = herding(points, 45, np.random.default_rng(1))
+    assert len(set(kept)) == 45
+    # the second cluster is 100 of 450 points: a random draw of 45 keeps 10 +- 2.8 of it
+    assert 8 <= (kept[(kept >= 300) & (kept < 400)]).size <= 12
+    # a duplicate adds nothing to the kernel mean once its twin is kept
+    twins = set(kept[kept >= 400] - 400) & set(kept[kept < 50])
+    assert not twins
+    # at most CHUNK points: one chunk, the same picks whatever the generator
+    assert list(herding(points, 45, np.random.default_rng(7))) == list(kept)
+
+
+@pytest.mark.parametrize("method", ["herding", "coreset", "kcenter", "random"])
 def test_keeps_the_fraction_of_every_group_deterministically(ansor_a100_dataset, method):
     ds = ansor_a100_dataset
     kept = prune(ds, 0.25, method, seed=4)
