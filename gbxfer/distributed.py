@@ -250,7 +250,7 @@ def _xgboost_on_dask(client, ranker, objective, chunks, home, args):
             raise GbxferError("nothing to train on: the training part is empty")
         tracker = client.run_on_scheduler(_start_tracker, len(active),
                                           get_address_host(client.scheduler.address))
-        params = ranker.xgboost_params(objective)
+        params = ranker.xgboost_params(objective, sum(done[w]["rows"] for w in active))
         runs = [client.submit(_train_from_disk, done[w]["folder"], params, ranker.n_estimators,
                               objective != "regression", {**tracker, "dmlc_task_id": f"{rank:05d}"},
                               key=f"gbxfer-train-{w}-{token}", workers=[w],
@@ -291,7 +291,7 @@ def _lightgbm_on_dask(client, ranker, objective, chunks, home, args):
     features, records = side(0, meta[0], parts), side(1, meta[1], parts)
     del parts  # the two sides hold the frames
     ids, hardware = dask.compute(records["__record_id"], records["__hardware"].unique())
-    params = {k: v for k, v in ranker.lightgbm_params(objective).items()
+    params = {k: v for k, v in ranker.lightgbm_params(objective, sum(lengths)).items()
               if k != "num_threads"}  # lightgbm.dask sets it from each worker's threads
     params["n_estimators"] = ranker.n_estimators
     label = records["__label"]

@@ -203,8 +203,8 @@ class OnlineModel:
         label = np.array([best[g] for g in groups]) / costs
         params = dict(self.prior.ranker.get_params()) if self.prior is not None else {}
         # leaves small enough for a run's few measurements
-        params.update(random_state=self.seed, min_child_samples=min(
-            params.get("min_child_samples", 20), max(2, len(costs) // 10)))
+        leaf = GBCostRanker(**params).min_child_count(len(costs))
+        params.update(random_state=self.seed, min_child_samples=min(leaf, max(2, len(costs) // 10)))
         refined, session = self.prior, None
         if self.mode in ("blend", "local", "choose", "session") or self.prior is None:
             ranker = GBCostRanker(**{**params, "n_estimators": self.session_trees}).fit(

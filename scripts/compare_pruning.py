@@ -24,6 +24,12 @@ evaluated on the whole test part; all training data is the reference. Variants:
 Reported per variant and kept fraction: mean PCA (and ``pca_3``: over groups with at least 3
 test programs, which a single test pair cannot swing), the paired difference to all training
 data and to ``medoids``, with 95% CIs. Choices on seeds 100-104 (the default), reported on 0-4.
+
+Rule written 2026-12-06 before the herding and strata runs: a new selection replaces ``gbxfer
+prune``'s coreset if on the A100 database at 10-50% kept (a) its paired mean over random is
+above 0 at all five fractions, (b) its mean over the fractions of the difference to ``medoids``
+is above 0, and (c) on the Ansor x86 logs that mean is >= -0.005; of several, the highest on the
+A100. Herding passed (``compare_pruning_{a100,ansor-x86}_herding_choice``) and is the default.
 Results: scripts/results/NAME.{json,csv}.
 """
 from __future__ import annotations

@@ -102,7 +102,7 @@ def test_boosting_on_from_a_prior_scores_the_values_not_their_bins():
     model = GBCostRanker(backend="xgboost", objective="regression", n_estimators=5).fit(
         X2, y2, init_model=prior.booster_)
     order = np.argsort(-y2, kind="stable")  # fit's canonical row order (one group)
-    reference = xgb.train(model.xgboost_params("regression"),
+    reference = xgb.train(model.xgboost_params("regression", len(y2)),
                           xgb.DMatrix(X2[order], label=y2[order]), 5, xgb_model=prior.booster_)
     assert np.allclose(model.predict(X2), reference.predict(xgb.DMatrix(X2)), atol=1e-6)
 
@@ -240,6 +240,25 @@ def test_extra_trees_draws_lightgbm_thresholds_and_xgboost_refuses_it(ansor_cpu)
     assert pairwise_accuracy(ansor_cpu.records["latency"], extra.predict(X), groups) > 0.6
     with pytest.raises(ValueError, match="extra_trees is a LightGBM parameter"):
         GBCostRanker(backend="xgboost", extra_trees=True, n_estimators=2).fit(X, y)
+
+
+@pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
+def test_min_child_samples_as_a_fraction_of_the_training_rows(ansor_cpu, backend):
+    X, y, groups = ansor_cpu.X, ansor_cpu.records["label"], ansor_cpu.records["group"]
+    assert GBCostRanker(min_child_samples=0.001).min_child_count(10_500) == 11  # rounded up
+    assert GBCostRanker(min_child_samples=0.001).min_child_count(10) == 1
+    assert GBCostRanker(min_child_samples=7).min_child_count(10_500) == 7
+    n = len(y)
+    fraction = GBCostRanker(backend=backend, objective="regression", n_estimators=20,
+                            min_child_samples=0.05).fit(X, y, groups=groups)
+    count = GBCostRanker(backend=backend, objective="regression", n_estimators=20,
+                         min_child_samples=int(np.ceil(0.05 * n))).fit(X, y, groups=groups)
+    assert np.array_equal(fraction.predict(X), count.predict(X))
+    if backend == "xgboost":  # its min_child_weight (1e-3 a program) binds ranking hessians only
+        return
+    coarse = GBCostRanker(backend=backend, objective="regression", n_estimators=20,
+                          min_child_samples=0.5).fit(X, y, groups=groups)
+    assert not np.array_equal(fraction.predict(X), coarse.predict(X))
 
 
 def test_saved_params_name_extra_trees_only_when_set():

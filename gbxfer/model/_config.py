@@ -53,6 +53,11 @@ class ModelConfig:
         if bad:
             raise GbxferError(f"{where}unknown parameter {bad[0]!r}; parameters: "
                               f"{', '.join(sorted(allowed))}")
+        try:  # a count or a fraction of the training rows
+            GBCostRanker(**{k: v for k, v in self.params.items()
+                            if k == "min_child_samples"}).min_child_count(1)
+        except ValueError as exc:
+            raise GbxferError(f"{where}{exc}") from None
         if self.params.get("label", LABELS[0]) not in LABELS:
             raise GbxferError(f"{where}'label' must be one of {', '.join(LABELS)}, got "
                               f"{self.params['label']!r}")

@@ -3,6 +3,8 @@ estimator over LightGBM or XGBoost.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -77,6 +79,8 @@ class GBCostRanker(BaseEstimator):
         TVM's XGBModel and TenSet do). ``None`` picks the backend's first ranking objective.
     n_estimators, learning_rate, num_leaves, max_depth, min_child_samples, subsample,
     colsample_bytree, reg_lambda : booster parameters (LightGBM names; mapped for XGBoost).
+        ``min_child_samples`` in (0, 1) is a fraction of the training rows, rounded up (as
+        scikit-learn's ``min_samples_leaf``): leaves then grow finer on smaller data.
     extra_trees : bool
         LightGBM only: each split's threshold drawn at random per feature (extremely
         randomized trees).
@@ -196,17 +200,29 @@ class GBCostRanker(BaseEstimator):
     def _fit_lightgbm(self, X, label, sizes, weight, objective, init_model):
         import lightgbm as lgb
 
-        params = self.lightgbm_params(objective)
+        params = self.lightgbm_params(objective, len(label))
         data = lgb.Dataset(X, label, weight=weight,
                            group=None if objective == "regression" else sizes,
                            params={"verbosity": -1}, free_raw_data=True)
         return lgb.train(params, data, num_boost_round=self.n_estimators, init_model=init_model)
 
-    def lightgbm_params(self, objective: str) -> dict:
-        """The LightGBM training parameters of this estimator."""
+    def min_child_count(self, n_rows: int) -> int:
+        """The programs a leaf needs at least when ``n_rows`` rows train: ``min_child_samples``,
+        or that fraction of ``n_rows`` rounded up (at least 1) when it lies in (0, 1)."""
+        m = self.min_child_samples
+        if isinstance(m, (int, float, np.number)) and not isinstance(m, bool):
+            if 0 < m < 1:
+                return max(1, math.ceil(m * n_rows))
+            if m >= 1 and float(m).is_integer():
+                return int(m)
+        raise ValueError(f"min_child_samples must be a count >= 1 or a fraction in (0, 1), "
+                         f"got {m!r}")
+
+    def lightgbm_params(self, objective: str, n_rows: int) -> dict:
+        """The LightGBM training parameters of this estimator for ``n_rows`` training rows."""
         params = {"objective": objective, "learning_rate": self.learning_rate,
                   "num_leaves": self.num_leaves, "max_depth": self.max_depth,
-                  "min_child_samples": self.min_child_samples,
+                  "min_child_samples": self.min_child_count(n_rows),
                   "bagging_fraction": self.subsample,
                   "bagging_freq": 1 if self.subsample < 1 else 0,
                   "feature_fraction": self.colsample_bytree, "lambda_l2": self.reg_lambda,
@@ -218,14 +234,16 @@ class GBCostRanker(BaseEstimator):
             params["lambdarank_truncation_level"] = 30
         return params
 
-    def xgboost_params(self, objective: str) -> dict:
-        """The XGBoost training parameters of this estimator (LightGBM names mapped)."""
+    def xgboost_params(self, objective: str, n_rows: int) -> dict:
+        """The XGBoost training parameters of this estimator for ``n_rows`` training rows
+        (LightGBM names mapped)."""
         if self.extra_trees:
             raise ValueError("extra_trees is a LightGBM parameter; XGBoost has no such trees")
         params = {"objective": "reg:squarederror" if objective == "regression" else objective,
                   "eta": self.learning_rate,
                   "max_depth": 6 if self.max_depth < 0 else self.max_depth,
-                  "max_leaves": self.num_leaves, "min_child_weight": 1e-3 * self.min_child_samples,
+                  "max_leaves": self.num_leaves,
+                  "min_child_weight": 1e-3 * self.min_child_count(n_rows),
                   "subsample": self.subsample, "colsample_bytree": self.colsample_bytree,
                   "lambda": self.reg_lambda, "seed": self.random_state, "nthread": self.n_jobs,
                   "tree_method": "hist", "verbosity": 0}
@@ -236,7 +254,7 @@ class GBCostRanker(BaseEstimator):
     def _fit_xgboost(self, X, label, sizes, weight, objective, init_model):
         import xgboost as xgb
 
-        params = self.xgboost_params(objective)
+        params = self.xgboost_params(objective, len(label))
         group = None
         if objective != "regression":
             group = sizes
