@@ -31,10 +31,14 @@ log = logging.getLogger("gbxfer")
 
 
 def model_space(trial: optuna.Trial) -> dict:
+    """A trial's booster parameters. Row sampling is among them since 2026-12-06: every one of
+    the 20 best trials of scripts/tune_config.py's two studies drew each tree on 60-75% of the
+    rows."""
     return {"n_estimators": trial.suggest_int("n_estimators", 100, 600, step=50),
             "learning_rate": trial.suggest_float("learning_rate", 0.02, 0.3, log=True),
             "num_leaves": trial.suggest_int("num_leaves", 15, 127, log=True),
             "min_child_samples": trial.suggest_int("min_child_samples", 5, 60, log=True),
+            "subsample": trial.suggest_float("subsample", 0.5, 1.0),
             "colsample_bytree": trial.suggest_float("colsample_bytree", 0.4, 1.0),
             "reg_lambda": trial.suggest_float("reg_lambda", 1e-3, 10.0, log=True),
             "label": trial.suggest_categorical("label", ["throughput", "rank"])}
