@@ -98,34 +98,42 @@ def coreset(points: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     """Indices of ``k`` of ``points``: k-means medoids (:func:`k_means_medoids`) within random
     chunks of at most ``CHUNK`` points, each chunk's share of ``k`` in proportion to its size
     (the chunks and the clusterings' seeds drawn from ``rng``)."""
-    n = len(points)
+    return np.concatenate([chunk[k_means_medoids(points[chunk], m, int(rng.integers(2**31)))]
+                           for chunk, m in chunk_shares(len(points), k, rng)])
+
+
+def chunk_shares(n: int, k: int, rng: np.random.Generator) -> list[tuple[np.ndarray, int]]:
+    """``range(n)`` in random chunks of at most ``CHUNK``, each with its share of ``k`` in
+    proportion to its size (chunks with no share left out)."""
     chunks = np.array_split(rng.permutation(n), math.ceil(n / CHUNK))
     shares = np.diff(np.round(np.linspace(0, k, len(chunks) + 1))).astype(int)
-    return np.concatenate([chunk[k_means_medoids(points[chunk], int(m), int(rng.integers(2**31)))]
-                           for chunk, m in zip(chunks, shares) if m])
+    return [(chunk, int(m)) for chunk, m in zip(chunks, shares) if m]
 
 
 def herding(points: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     """Indices of ``k`` of ``points`` by kernel herding (Gaussian kernel, its bandwidth the
     median squared distance), within random chunks of at most ``CHUNK`` points as
     :func:`coreset` (a group of at most ``CHUNK`` programs: the same picks whatever ``rng``)."""
-    n = len(points)
-    chunks = np.array_split(rng.permutation(n), math.ceil(n / CHUNK))
-    shares = np.diff(np.round(np.linspace(0, k, len(chunks) + 1))).astype(int)
-    chosen = []
-    for chunk, m in zip(chunks, shares):
-        p = points[np.sort(chunk)]
-        norms = np.einsum("ij,ij->i", p, p)
-        d = np.maximum(norms[:, None] + norms[None, :] - 2.0 * (p @ p.T), 0.0)
-        kernel = np.exp(-d / (np.median(d[d > 0]) if (d > 0).any() else 1.0))
-        target, total, picked = kernel.mean(1), np.zeros(len(p)), []
-        for t in range(int(m)):
-            score = target - total / (t + 1)
-            score[picked] = -np.inf
-            picked.append(int(np.argmax(score)))
-            total += kernel[:, picked[-1]]
-        chosen.append(np.sort(chunk)[picked])
-    return np.concatenate(chosen) if chosen else np.array([], dtype=int)
+    picked = []
+    for chunk, m in chunk_shares(len(points), k, rng):
+        chunk = np.sort(chunk)  # the picks do not depend on the order drawn
+        picked.append(chunk[kernel_herding(points[chunk], m)])
+    return np.concatenate(picked)
+
+
+def kernel_herding(points: np.ndarray, k: int) -> list[int]:
+    """Indices of ``k`` of ``points``, each the one whose Gaussian kernel row brings the mean
+    of those picked closest to the mean over all points (ties to the lowest index)."""
+    norms = np.einsum("ij,ij->i", points, points)
+    d = np.maximum(norms[:, None] + norms[None, :] - 2.0 * (points @ points.T), 0.0)
+    kernel = np.exp(-d / (np.median(d[d > 0]) if (d > 0).any() else 1.0))
+    target, total, picked = kernel.mean(1), np.zeros(len(points)), []
+    for t in range(k):
+        score = target - total / (t + 1)
+        score[picked] = -np.inf
+        picked.append(int(np.argmax(score)))
+        total += kernel[:, picked[-1]]
+    return picked
 
 
 def k_means_plus_plus(points: np.ndarray, k: int, seed: int) -> np.ndarray:

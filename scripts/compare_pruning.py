@@ -15,9 +15,12 @@ evaluated on the whole test part; all training data is the reference. Variants:
 * ``whole8``: groups of up to 8 programs kept whole;
 * ``latency2`` / ``latency0.5``: the log-latency coordinate weighted 2x / 0.5x;
 * ``fastest0.2``: the fastest 20% of each group's budget first, medoids of the rest;
-* ``herding``: kernel herding over the same points (Chen, Welling and Smola, 2010): each pick
-  the program that brings the kept set's mean Gaussian-kernel embedding closest to the whole
-  group's, so that the kept programs follow the group's density, not only its spread;
+* ``herding``: kernel herding over the same points (Chen, Welling and Smola, 2010;
+  ``gbxfer.pruning.herding``): each pick the program that brings the kept set's mean
+  Gaussian-kernel embedding closest to the whole group's, so that the kept programs follow the
+  group's density, not only its spread (the choice runs had it in this script, over each chunk
+  in its drawn order; the package's sorts the chunk first: the same picks on 20 of 20 random
+  groups of 5-1,500 points);
 * ``strata``: the group sorted by latency in k equal strata, one program drawn from each;
 * ``random``: a uniform draw per group.
 
@@ -45,7 +48,7 @@ from bench_pruning import load
 from gbxfer import SplitSpec
 from gbxfer.features import build
 from gbxfer.model import load_model_config
-from gbxfer.pruning import CHUNK, COMPONENTS, coreset, group_points, select
+from gbxfer.pruning import COMPONENTS, coreset, group_points, herding, select
 from gbxfer.training import evaluate, train, training_part
 
 # variant: (groups kept whole up to this size, log-latency weight, fastest share of the budget,
@@ -54,28 +57,6 @@ VARIANTS = {"medoids": (2, 1.0, 0.0, "coreset"), "whole8": (8, 1.0, 0.0, "corese
             "latency2": (2, 2.0, 0.0, "coreset"), "latency0.5": (2, 0.5, 0.0, "coreset"),
             "fastest0.2": (2, 1.0, 0.2, "coreset"), "herding": (2, 1.0, 0.0, "herding"),
             "strata": (2, 1.0, 0.0, "strata")}
-
-
-def herding(points: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-    """Indices of ``k`` points by kernel herding (Gaussian kernel, bandwidth the median
-    squared distance), within random chunks of at most ``CHUNK`` points as ``coreset``."""
-    n = len(points)
-    chunks = np.array_split(rng.permutation(n), math.ceil(n / CHUNK))
-    shares = np.diff(np.round(np.linspace(0, k, len(chunks) + 1))).astype(int)
-    chosen = []
-    for chunk, m in zip(chunks, shares):
-        p = points[chunk]
-        norms = np.einsum("ij,ij->i", p, p)
-        d = np.maximum(norms[:, None] + norms[None, :] - 2.0 * p @ p.T, 0.0)
-        kernel = np.exp(-d / (np.median(d[d > 0]) if (d > 0).any() else 1.0))
-        target, total, picked = kernel.mean(1), np.zeros(len(p)), []
-        for t in range(int(m)):
-            score = target - total / (t + 1)
-            score[picked] = -np.inf
-            picked.append(int(np.argmax(score)))
-            total += kernel[:, picked[-1]]
-        chosen.append(chunk[picked])
-    return np.concatenate(chosen)
 
 
 def strata(latency: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
