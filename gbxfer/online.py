@@ -42,7 +42,7 @@ import numpy as np
 from .errors import GbxferError
 from .metrics import group_indices, pairwise_accuracy
 from .model import GBCostRanker, SavedModel
-from .model._ranker import paired
+from .model._ranker import min_child_count, paired
 
 WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
 MODES = ("blend", "local", "choose", "refine", "session", "prior")
@@ -203,8 +203,9 @@ class OnlineModel:
         label = np.array([best[g] for g in groups]) / costs
         params = dict(self.prior.ranker.get_params()) if self.prior is not None else {}
         # leaves small enough for a run's few measurements
-        leaf = GBCostRanker(**params).min_child_count(len(costs))
-        params.update(random_state=self.seed, min_child_samples=min(leaf, max(2, len(costs) // 10)))
+        leaf = min_child_count(params.get("min_child_samples", 20), len(costs))
+        params.update(random_state=self.seed,
+                      min_child_samples=max(2, min(leaf, len(costs) // 10)))
         refined, session = self.prior, None
         if self.mode in ("blend", "local", "choose", "session") or self.prior is None:
             ranker = GBCostRanker(**{**params, "n_estimators": self.session_trees}).fit(

@@ -106,7 +106,8 @@ def chunk_shares(n: int, k: int, rng: np.random.Generator) -> list[tuple[np.ndar
     """``range(n)`` in random chunks of at most ``CHUNK``, each with its share of ``k`` in
     proportion to its size (chunks with no share left out)."""
     chunks = np.array_split(rng.permutation(n), math.ceil(n / CHUNK))
-    shares = np.diff(np.round(np.linspace(0, k, len(chunks) + 1))).astype(int)
+    ends = np.cumsum([0] + [len(chunk) for chunk in chunks])
+    shares = np.diff(np.round(ends * k / n)).astype(int)  # each at most its chunk's size
     return [(chunk, int(m)) for chunk, m in zip(chunks, shares) if m]
 
 
@@ -124,6 +125,8 @@ def herding(points: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
 def kernel_herding(points: np.ndarray, k: int) -> list[int]:
     """Indices of ``k`` of ``points``, each the one whose Gaussian kernel row brings the mean
     of those picked closest to the mean over all points (ties to the lowest index)."""
+    if k >= len(points):
+        return list(range(len(points)))
     norms = np.einsum("ij,ij->i", points, points)
     d = np.maximum(norms[:, None] + norms[None, :] - 2.0 * (points @ points.T), 0.0)
     kernel = np.exp(-d / (np.median(d[d > 0]) if (d > 0).any() else 1.0))
@@ -167,14 +170,13 @@ def select(dataset: Dataset, keep: float, method: str = "herding", seed: int = 0
     for _, rows in records.groupby(["task_key", "hardware"], sort=True).indices.items():
         n = len(rows)
         k = min(n, max(min_per_group, math.ceil(keep * n)))
+        latency = records["latency"].to_numpy()[rows]
         if method == "random" or k == n:
             chosen = rng.choice(n, size=k, replace=False) if k < n else np.arange(n)
         elif method in ("coreset", "herding"):
-            latency = records["latency"].to_numpy()[rows]
             pick = coreset if method == "coreset" else herding
             chosen = pick(group_points(X[rows], latency, COMPONENTS), k, rng)
         else:
-            latency = records["latency"].to_numpy()[rows]
             fastest = list(np.argsort(latency, kind="stable")[:max(1, round(fast_share * k))])
             chosen = np.array(k_center_greedy(group_points(X[rows], latency), k, fastest))
         kept.append(valid[rows[chosen]])

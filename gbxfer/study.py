@@ -33,7 +33,8 @@ log = logging.getLogger("gbxfer")
 def model_space(trial: optuna.Trial) -> dict:
     """A trial's booster parameters. Row sampling is among them since 2026-12-06: every one of
     the 20 best trials of scripts/tune_config.py's two studies drew each tree on 60-75% of the
-    rows."""
+    rows. A leaf's least programs are searched as counts (5-60), so a config exported from a
+    study holds a count where the shipped configs hold a fraction of the training rows."""
     return {"n_estimators": trial.suggest_int("n_estimators", 100, 600, step=50),
             "learning_rate": trial.suggest_float("learning_rate", 0.02, 0.3, log=True),
             "num_leaves": trial.suggest_int("num_leaves", 15, 127, log=True),

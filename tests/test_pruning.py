@@ -6,7 +6,8 @@ import pytest
 
 from gbxfer import GbxferError
 from gbxfer.cli import main
-from gbxfer.pruning import herding, k_center_greedy, k_means_medoids, prune, select
+from gbxfer.pruning import (chunk_shares, herding, k_center_greedy, k_means_medoids, prune,
+                            select)
 
 
 def test_k_center_greedy_picks_the_farthest_point_each_time():
@@ -39,6 +40,14 @@ def test_herding_keeps_each_cluster_in_its_share_without_duplicates():
     assert not twins
     # at most CHUNK points: one chunk, the same picks whatever the generator
     assert list(herding(points, 45, np.random.default_rng(7))) == list(kept)
+
+
+def test_chunk_shares_add_up_and_never_exceed_their_chunk():
+    for n, k in [(2050, 2049), (3074, 3073), (5000, 17), (1024, 1024), (3000, 3000)]:
+        parts = chunk_shares(n, k, np.random.default_rng(0))
+        assert sum(m for _, m in parts) == k and all(m <= len(c) for c, m in parts)
+    points = np.random.default_rng(0).normal(size=(3074, 3))  # 4 chunks: 769, 769, 768, 768
+    assert len(set(herding(points, 3073, np.random.default_rng(0)))) == 3073
 
 
 @pytest.mark.parametrize("method", ["herding", "coreset", "kcenter", "random"])

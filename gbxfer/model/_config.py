@@ -11,7 +11,7 @@ import yaml
 
 from ..errors import GbxferError
 from ..features import BLOCKS
-from ._ranker import LABELS, GBCostRanker
+from ._ranker import LABELS, GBCostRanker, min_child_count
 
 FIELDS = ("blocks", "params", "attention", "transfer", "descriptor_dropout")
 
@@ -54,8 +54,7 @@ class ModelConfig:
             raise GbxferError(f"{where}unknown parameter {bad[0]!r}; parameters: "
                               f"{', '.join(sorted(allowed))}")
         try:  # a count or a fraction of the training rows
-            GBCostRanker(**{k: v for k, v in self.params.items()
-                            if k == "min_child_samples"}).min_child_count(1)
+            min_child_count(self.params.get("min_child_samples", 20), 1)
         except ValueError as exc:
             raise GbxferError(f"{where}{exc}") from None
         if self.params.get("label", LABELS[0]) not in LABELS:
