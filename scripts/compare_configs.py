@@ -44,6 +44,13 @@ DEFAULT = load_model_config().params
 # the default from 2026-12-04 to 2026-12-06, which the variants named after it modify
 FORMER = {"backend": "lightgbm", "objective": "regression", "label": "rank", **BIG,
           "colsample_bytree": 0.8}
+# literal copies of what the studies chose (the configs may change again)
+TUNED_LARGE = {**FORMER, "n_estimators": 900, "learning_rate": 0.0355, "num_leaves": 117,
+               "min_child_samples": 42, "subsample": 0.666, "colsample_bytree": 0.805,
+               "reg_lambda": 0.0065}
+TUNED = {**FORMER, "n_estimators": 600, "learning_rate": 0.0565, "num_leaves": 57,
+         "min_child_samples": 41, "subsample": 0.692, "colsample_bytree": 0.788,
+         "reg_lambda": 0.0247}
 VARIANTS = {
     "xgboost regression, throughput, 150 x 0.2": XGB,
     "xgboost regression, rank, 150 x 0.2": {**XGB, "label": "rank"},
@@ -67,25 +74,15 @@ VARIANTS = {
     "former default, throughput label": {**FORMER, "label": "throughput"},
     "former default, rank+throughput label": {**FORMER, "label": "rank+throughput"},
     # the best of scripts/tune_config.py's free study on seeds 100-104 (2026-12-06; large.yaml)
-    "tuned: 900 x 0.0355, 117 leaves, bagging 0.67": {
-        **FORMER, "n_estimators": 900, "learning_rate": 0.0355, "num_leaves": 117,
-        "min_child_samples": 42, "subsample": 0.666, "colsample_bytree": 0.805,
-        "reg_lambda": 0.0065},
+    "tuned: 900 x 0.0355, 117 leaves, bagging 0.67": TUNED_LARGE,
     # the best of its same-size study on seeds 100-104 (the shipped default since 2026-12-06)
-    "tuned: 600 x 0.0565, 57 leaves, bagging 0.69": {
-        **FORMER, "n_estimators": 600, "learning_rate": 0.0565, "num_leaves": 57,
-        "min_child_samples": 41, "subsample": 0.692, "colsample_bytree": 0.788,
-        "reg_lambda": 0.0247},
+    "tuned: 600 x 0.0565, 57 leaves, bagging 0.69": TUNED,
     # the two above with leaves of a fraction of the training rows (about the same counts on
     # the bundled by-task part; fewer on smaller data)
     "tuned: 900 x 0.0355, 117 leaves, bagging 0.67, leaves 0.046% of the rows": {
-        **FORMER, "n_estimators": 900, "learning_rate": 0.0355, "num_leaves": 117,
-        "min_child_samples": 0.00046, "subsample": 0.666, "colsample_bytree": 0.805,
-        "reg_lambda": 0.0065},
+        **TUNED_LARGE, "min_child_samples": 0.00046},
     "tuned: 600 x 0.0565, 57 leaves, bagging 0.69, leaves 0.045% of the rows": {
-        **FORMER, "n_estimators": 600, "learning_rate": 0.0565, "num_leaves": 57,
-        "min_child_samples": 0.00045, "subsample": 0.692, "colsample_bytree": 0.788,
-        "reg_lambda": 0.0247},
+        **TUNED, "min_child_samples": 0.00045},
 }
 ENSEMBLES = {  # rank averages of two variants' scores within each group, when both run
     "rank average of the shipped default and lambdarank 300 x 0.1":

@@ -1,11 +1,14 @@
 """By-task ranking quality against the number of training tasks: does the model need more tasks?
 
-    python scripts/learning_curve.py [--dataset bundled] [--seeds 5] [--name learning_curve]
+    python scripts/learning_curve.py [--dataset bundled] [--seeds 5] [--blocks B,B...]
+                                     [--name learning_curve]
 
 For each seed, the by-task split (test fraction 0.3) fixes the test tasks; the models train on
-a seeded random subset of the remaining tasks (25%, 50%, 75%, 100% of them, nested) with both
-model configs (the default, LightGBM lambdarank) and are scored on the same test
-part. Mean +- 95% CI over seeds. A curve still rising at 100% says that more training tasks,
+a seeded random subset of the remaining tasks (25%, 50%, 75%, 100% of them, nested) with the
+model configs (the default; the default with a fixed 41 programs a leaf, as it was before its
+leaves became a fraction of the training rows on 2026-12-06; LightGBM lambdarank) and are scored
+on the same test part, on the features ``--blocks`` (default: the default config's; runs before
+2026-12-06 used program, workload and hardware). Mean +- 95% CI over seeds. A curve still rising at 100% says that more training tasks,
 not a different model, is what the by-task targets need.
 Results: scripts/results/<name>.{json,csv,png}.
 """
@@ -24,10 +27,13 @@ METRICS = ("pca", "top1", "top5")
 
 
 def main() -> None:
-    args, dataset, fm = experiment(__doc__, options=lambda p: p.add_argument(
-        "--name", default="learning_curve", help="results file name"))
+    args, dataset, fm = experiment(__doc__, options=options)
     r = fm.records
-    configs = {"default": load_model_config(), "lambdarank": load_model_config("lambdarank")}
+    default = load_model_config()
+    configs = {"default": default,
+               "default, 41 a leaf": default.replace(
+                   params={**default.params, "min_child_samples": 41}),
+               "lambdarank": load_model_config("lambdarank")}
     results: dict = {}
     for seed in args.seed_list:
         test = SplitSpec("by-task", 0.3, seed).test_mask(dataset)
@@ -50,8 +56,15 @@ def main() -> None:
                      "train_tasks": float(np.mean([rep["n_tasks"] for rep in reports])),
                      **mean_ci(reports, METRICS)})
     print_table(rows)
-    write_results(args.name, rows, dataset=args.dataset, test_fraction=0.3)
+    write_results(args.name, rows, dataset=args.dataset, test_fraction=0.3,
+                  blocks=args.blocks.split(","))
     plot(rows, args.name)
+
+
+def options(parser) -> None:
+    parser.add_argument("--name", default="learning_curve", help="results file name")
+    parser.add_argument("--blocks", default=",".join(load_model_config().blocks),
+                        help="feature blocks, comma-separated (default: the default config's)")
 
 
 def plot(rows, name) -> None:
