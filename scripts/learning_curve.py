@@ -8,8 +8,9 @@ a seeded random subset of the remaining tasks (25%, 50%, 75%, 100% of them, nest
 model configs (the default; the default with a fixed 41 programs a leaf, as it was before its
 leaves became a fraction of the training rows on 2026-12-06; LightGBM lambdarank) and are scored
 on the same test part, on the features ``--blocks`` (default: the default config's; runs before
-2026-12-06 used program, workload and hardware). Mean +- 95% CI over seeds. A curve still rising at 100% says that more training tasks,
-not a different model, is what the by-task targets need.
+2026-12-06 used program, workload and hardware). Mean +- 95% CI over seeds. A curve still
+rising at 100% says that more training tasks, not a different model, is what the by-task
+targets need.
 Results: scripts/results/<name>.{json,csv,png}.
 """
 from __future__ import annotations
