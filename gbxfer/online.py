@@ -42,7 +42,7 @@ import numpy as np
 from .errors import GbxferError
 from .metrics import group_indices, pairwise_accuracy
 from .model import GBCostRanker, SavedModel
-from .model._ranker import min_child_count, paired
+from .model._ranker import paired
 
 WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
 MODES = ("blend", "local", "choose", "refine", "session", "prior")
@@ -203,7 +203,7 @@ class OnlineModel:
         label = np.array([best[g] for g in groups]) / costs
         params = dict(self.prior.ranker.get_params()) if self.prior is not None else {}
         # leaves small enough for a run's few measurements
-        leaf = min_child_count(params.get("min_child_samples", 20), len(costs))
+        leaf = GBCostRanker(**params).min_child_count(len(costs))
         params.update(random_state=self.seed,
                       min_child_samples=max(2, min(leaf, len(costs) // 10)))
         refined, session = self.prior, None

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import argparse
 
-from _bench import SHARED, paired_rows
+from _bench import paired_rows
 from _results import print_table, write_results
+from bench_pruning import SOURCES, load
 
 from gbxfer import SplitSpec, ingest
 from gbxfer.model import load_model_config
@@ -33,9 +34,8 @@ def leaf_size(text: str) -> int | float:
 
 def settings() -> dict:
     """name -> (dataset, seed -> split)."""
-    a100 = ingest([SHARED / "bennu-metaschedule-a100-resnet34"]).filter(valid=True)
-    gpus = ingest([SHARED / "bennu-ansor" / "gpu_a100",
-                   SHARED / "bennu-ansor" / "gpu_rtx3080"]).filter(valid=True)
+    a100 = load("a100").filter(valid=True)
+    gpus = ingest([SOURCES["ansor-a100"], SOURCES["ansor-rtx3080"]]).filter(valid=True)
     return {"A100 database, within-task": (a100, lambda s: SplitSpec("within-task", 0.3, s)),
             "A100 database, by-task": (a100, lambda s: SplitSpec("by-task", 0.3, s)),
             "RTX 3080 -> A100": (gpus, lambda s: SplitSpec("by-hardware", 0.3, s, "cuda-sm_80")),

@@ -11,7 +11,7 @@ import yaml
 
 from ..errors import GbxferError
 from ..features import BLOCKS
-from ._ranker import LABELS, GBCostRanker, min_child_count
+from ._ranker import LABELS, GBCostRanker
 
 FIELDS = ("blocks", "params", "attention", "transfer", "descriptor_dropout")
 
@@ -54,7 +54,7 @@ class ModelConfig:
             raise GbxferError(f"{where}unknown parameter {bad[0]!r}; parameters: "
                               f"{', '.join(sorted(allowed))}")
         try:  # a count or a fraction of the training rows
-            min_child_count(self.params.get("min_child_samples", 20), 1)
+            GBCostRanker(**self.params).min_child_count(1)  # the names are checked above
         except ValueError as exc:
             raise GbxferError(f"{where}{exc}") from None
         if self.params.get("label", LABELS[0]) not in LABELS:

@@ -64,18 +64,6 @@ def training_labels(y, codes, label: str = "throughput", levels: int | None = No
     return y if levels is None else relevance_grades(y, levels)
 
 
-def min_child_count(value, n_rows: int) -> int:
-    """A leaf's least programs when ``n_rows`` rows train: ``value`` itself (a count >= 1), or
-    that fraction of ``n_rows`` rounded up (at least 1) when it lies in (0, 1)."""
-    if isinstance(value, (int, float, np.number)) and not isinstance(value, (bool, np.bool_)):
-        if 0 < value < 1:
-            return max(1, math.ceil(value * n_rows))
-        if value >= 1 and float(value).is_integer():
-            return int(value)
-    raise ValueError(f"min_child_samples must be a count >= 1 or a fraction in (0, 1), "
-                     f"got {value!r}")
-
-
 class GBCostRanker(BaseEstimator):
     """Ranks programs within groups (a task on one hardware profile): higher score = faster.
 
@@ -219,9 +207,17 @@ class GBCostRanker(BaseEstimator):
         return lgb.train(params, data, num_boost_round=self.n_estimators, init_model=init_model)
 
     def min_child_count(self, n_rows: int) -> int:
-        """The programs a leaf needs at least when ``n_rows`` rows train
-        (:func:`min_child_count` of ``min_child_samples``)."""
-        return min_child_count(self.min_child_samples, n_rows)
+        """The programs a leaf needs at least when ``n_rows`` rows train: ``min_child_samples``
+        (a count >= 1), or that fraction of ``n_rows`` rounded up (at least 1) when it lies in
+        (0, 1)."""
+        value = self.min_child_samples
+        if isinstance(value, (int, float, np.number)) and not isinstance(value, (bool, np.bool_)):
+            if 0 < value < 1:
+                return max(1, math.ceil(value * n_rows))
+            if value >= 1 and float(value).is_integer():
+                return int(value)
+        raise ValueError(f"min_child_samples must be a count >= 1 or a fraction in (0, 1), "
+                         f"got {value!r}")
 
     def lightgbm_params(self, objective: str, n_rows: int) -> dict:
         """The LightGBM training parameters of this estimator for ``n_rows`` training rows."""
