@@ -22,17 +22,45 @@ evaluated on the whole test part; all training data is the reference. Variants:
   in its drawn order; the package's sorts the chunk first: the same picks on 20 of 20 random
   groups of 5-1,500 points);
 * ``strata``: the group sorted by latency in k equal strata, one program drawn from each;
-* ``random``: a uniform draw per group.
+* ``random``: a uniform draw per group;
+* ``medoids+w`` / ``herding+w``: those picks, each trained with the weight of the share of its
+  group's programs nearest to it (over the same points; a group's weights average 1), as a
+  weighted coreset stands for the whole group.
 
 Reported per variant and kept fraction: mean PCA (and ``pca_3``: over groups with at least 3
 test programs, which a single test pair cannot swing), the paired difference to all training
-data and to ``medoids``, with 95% CIs. Choices on seeds 100-104 (the default), reported on 0-4.
+data and to ``medoids`` (and to ``herding``, ``gbxfer prune``'s default; ``+w`` variants to their
+unweighted picks too), with 95% CIs.
+Choices on seeds 100-104 (the default), reported on 0-4.
 
 Rule written 2026-12-06 before the herding and strata runs: a new selection replaces ``gbxfer
 prune``'s coreset if on the A100 database at 10-50% kept (a) its paired mean over random is
 above 0 at all five fractions, (b) its mean over the fractions of the difference to ``medoids``
 is above 0, and (c) on the Ansor x86 logs that mean is >= -0.005; of several, the highest on the
 A100. Herding passed (``compare_pruning_{a100,ansor-x86}_herding_choice``) and is the default.
+
+Rule written 2026-12-06 15:11, before the weighted runs: training weights become part of
+``gbxfer prune`` (written with the pruned dataset) if on the A100 database at 10-50% kept
+``herding+w``'s paired mean over ``herding`` is above 0 at four of the five fractions and its
+CI lies above 0 at 40% kept, and on the Ansor x86 logs its mean over the fractions is >= 0.
+Rule 2, written 15:26 after seed 100 of that A100 run had printed (there ``medoids+w`` came
+within 0.001 PCA of all data at 30% and 40% kept): weighted medoids replace herding as ``gbxfer
+prune``'s default, with their weights, if on the A100 database on fresh seeds 105-109
+``medoids+w``'s paired mean over ``herding`` is above 0 at four of the five fractions with the
+CI above 0 at 40% kept, and on the Ansor x86 logs (seeds 100-104) its mean over the fractions
+of that difference is >= -0.005.
+
+Outcome (``compare_pruning_{a100,ansor-x86}_weights_choice``, seeds 100-104, and
+``compare_pruning_a100_weights_choice2``, seeds 105-109; the default model with its leaves a
+fraction of the rows): the weights did not pass either rule. ``herding+w`` over ``herding`` was
+above 0 at 3 of 5 fractions on the A100 database and -0.0013 on average on the Ansor x86 logs;
+``medoids+w`` over ``herding`` was above 0 at 5 of 5 on seeds 105-109, but its CI at 40% kept
+(+0.0063 +- 0.0138) does not lie above 0. Re-check, written 15:40 from those runs: herding was
+chosen with the default model of then (41 programs a leaf), and with today's its own rule fails
+on seeds 100-104: below random at 50% (-0.0055), -0.002 against ``medoids`` on average, and
+-0.012 on the Ansor x86 logs; on seeds 105-109 ``medoids`` is above it at 4 of 5 fractions
+(+0.0059 +- 0.0035 at 40%). So the coreset is ``gbxfer prune``'s default again since
+2026-12-06 (later).
 Results: scripts/results/NAME.{json,csv}.
 """
 from __future__ import annotations
@@ -56,7 +84,16 @@ from gbxfer.training import evaluate, train, training_part
 VARIANTS = {"medoids": (2, 1.0, 0.0, "coreset"), "whole8": (8, 1.0, 0.0, "coreset"),
             "latency2": (2, 2.0, 0.0, "coreset"), "latency0.5": (2, 0.5, 0.0, "coreset"),
             "fastest0.2": (2, 1.0, 0.2, "coreset"), "herding": (2, 1.0, 0.0, "herding"),
-            "strata": (2, 1.0, 0.0, "strata")}
+            "strata": (2, 1.0, 0.0, "strata"), "medoids+w": (2, 1.0, 0.0, "coreset+w"),
+            "herding+w": (2, 1.0, 0.0, "herding+w")}
+
+
+def cell_weights(points: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+    """Each chosen point's share of ``points`` nearest to it, times len(chosen) (mean 1)."""
+    centres = points[chosen]
+    nearest = np.argmin((centres ** 2).sum(1)[None, :] - 2 * points @ centres.T, axis=1)
+    counts = np.bincount(nearest, minlength=len(chosen))
+    return counts * len(chosen) / len(points)
 
 
 def strata(latency: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -68,14 +105,15 @@ def strata(latency: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
 
 def variant_select(part, keep: float, seed: int, whole: int, latency_weight: float,
                    fastest: float, how: str) -> np.ndarray:
-    """Positions of the kept valid records: per group, ``fastest`` of the budget by latency,
-    then ``gbxfer.pruning.coreset`` over points with the latency reweighted; each
-    group's draws from a generator seeded with (``seed``, the group's number)."""
+    """Positions of the kept valid records and their training weights (1 unless ``how`` ends
+    in ``+w``): per group, ``fastest`` of the budget by latency, then ``how``'s selection over
+    points with the latency reweighted; each group's draws from a generator seeded with
+    (``seed``, the group's number)."""
     valid = np.flatnonzero(part.records["valid"].to_numpy())
     X = build(part.select(valid), ["program"]).X.astype(float)
     records = part.records.iloc[valid]
     latency = records["latency"].to_numpy()
-    kept = []
+    kept, weights = [], []
     groups = records.groupby(["task_key", "hardware"], sort=True).indices.values()
     for number, rows in enumerate(groups):
         rng = np.random.default_rng([seed, number])
@@ -83,6 +121,7 @@ def variant_select(part, keep: float, seed: int, whole: int, latency_weight: flo
         k = n if n <= whole else min(n, max(2, math.ceil(keep * n)))
         if k == n:
             kept.append(valid[rows])
+            weights.append(np.ones(n))
             continue
         order = np.argsort(latency[rows], kind="stable")
         first = order[:round(fastest * k)]
@@ -92,9 +131,14 @@ def variant_select(part, keep: float, seed: int, whole: int, latency_weight: flo
         if how == "strata":
             chosen = strata(latency[rows[rest]], k - len(first), rng)
         else:
-            chosen = (herding if how == "herding" else coreset)(points, k - len(first), rng)
+            pick = herding if how.startswith("herding") else coreset
+            chosen = np.asarray(pick(points, k - len(first), rng))
         kept.append(valid[rows[np.concatenate([first, rest[chosen]])]])
-    return np.sort(np.concatenate(kept))
+        weights.append(np.concatenate([np.ones(len(first)), cell_weights(points, chosen)])
+                       if how.endswith("+w") else np.ones(k))
+    kept, weights = np.concatenate(kept), np.concatenate(weights)
+    order = np.argsort(kept)
+    return kept[order], weights[order]
 
 
 def pca_3(report: dict) -> float:
@@ -126,11 +170,13 @@ def main() -> None:
         full = evaluate(train(part, config, split, seed=seed), dataset)
         for keep in fractions:
             for name in names:
+                weight = None
                 if name in VARIANTS:
-                    kept = variant_select(part, keep, seed, *VARIANTS[name])
+                    kept, weight = variant_select(part, keep, seed, *VARIANTS[name])
                 else:
                     kept = select(part, keep, name, seed)
-                report = evaluate(train(part.select(kept), config, split, seed=seed), dataset)
+                model = train(part.select(kept), config, split, seed=seed, sample_weight=weight)
+                report = evaluate(model, dataset)
                 runs.setdefault((name, keep), []).append(
                     (report["pca"], pca_3(report), full["pca"], pca_3(full)))
                 print(seed, keep, name, round(report["pca"], 4), "all", round(full["pca"], 4),
@@ -147,6 +193,11 @@ def main() -> None:
                     d, ci = ci95(r[:, i] - values)
                     row[f"d_{metric}_{ref}"] = round(d, 4)
                     row[f"d_{metric}_{ref}_ci"] = round(ci, 4)
+            for ref in {"unweighted": name[:-2] if name.endswith("+w") else None,
+                        "herding": "herding"}.items():  # paired to the picks unweighted, herding
+                if ref[1] is not None and (ref[1], keep) in runs:
+                    d, ci = ci95(r[:, 0] - np.array(runs[(ref[1], keep)])[:, 0])
+                    row[f"d_pca_{ref[0]}"], row[f"d_pca_{ref[0]}_ci"] = round(d, 4), round(ci, 4)
             rows.append(row)
     print_table(rows)
     write_results(args.name or f"compare_pruning_{args.dataset}", rows, dataset=args.dataset,
