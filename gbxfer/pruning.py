@@ -2,17 +2,18 @@
 
 Each group's programs are points: standardised program features (projected on their first 32
 principal components) and log latency, weighted as much as all features together.
-``coreset``: k-means with k = the programs to keep, and of each cluster the program nearest its
-centre: the kept set follows where the group's programs are dense (as the programs a model is
-later asked to rank are) while near-duplicates share one representative; a group larger than
-``CHUNK`` is clustered in random chunks, so that the cost grows linearly with its size (chunks
-ordered by latency, a stratification, lose the gain over random: scripts/bench_pruning.py).
+``coreset`` (the default): k-means with k = the programs to keep, and of each cluster the
+program nearest its centre: the kept set follows where the group's programs are dense (as the
+programs a model is later asked to rank are) while near-duplicates share one representative; a
+group larger than ``CHUNK`` is clustered in random chunks, so that the cost grows linearly with
+its size (chunks ordered by latency, a stratification, lose the gain over random:
+scripts/bench_pruning.py).
 ``herding``: kernel herding (Chen, Welling and Smola, 2010) over the same points, each pick the
 program that brings the kept set's mean Gaussian-kernel embedding closest to the whole group's:
 the kept programs follow the group's density as a random draw does, with less spread between
-draws, and as near-duplicates are seldom picked twice; faster than the coreset, and above random
-on the A100 database, but with the default model of since its leaves became a fraction of the
-rows no longer above the coreset (scripts/compare_pruning.py, scripts/bench_pruning.py).
+draws, and as near-duplicates are seldom picked twice; faster than the coreset and above random
+on the A100 database, but with the current default model (leaves a fraction of the rows) no
+better than the coreset (scripts/compare_pruning.py, scripts/bench_pruning.py).
 ``kcenter``: the fastest programs first (a ``fast_share`` of the budget), then k-center greedy,
 each pick the program farthest from those kept: it covers the extremes, over-represents
 outliers, and ranks below random on the A100 database (scripts/bench_pruning.py). ``random``: a

@@ -10,7 +10,7 @@ fraction 0.3), and the RTX 3080 and A100 Ansor logs (7 tasks, 4,069 and 7,212 va
 each held out in turn (by-hardware: trained on the other GPU alone). Reported per setting and
 leaf size: mean PCA / top-1 / top-5 with 95% CIs, and the paired per-seed differences to the
 first leaf size. Choices on seeds 100-104 (the default), reported on 0-4. ``--settings
-bundled`` adds the bundled dataset within-task and by-task (test fraction 0.3; its by-task split
+bundled`` runs the bundled dataset within-task and by-task (test fraction 0.3; its by-task split
 is scripts/compare_configs.py's too): the same leaf sizes on about 90,000 training rows, with
 the test part's tasks in the training part and not. Results: scripts/results/NAME.{json,csv}.
 
@@ -35,7 +35,8 @@ than GPUs.
 
 Outcome: both hypotheses refuted, and fine leaves did not win on the Ansor x86 logs either
 (docs/benchmarks.md, compare-leaf-size): their gain is the GPU data's (the A100 database, the
-GPUs' Ansor logs), not the split's, the rows' or the group size's.
+GPUs' Ansor logs); neither the split nor the rows explain it, nor the group size on the one CPU
+set with large groups.
 """
 from __future__ import annotations
 
@@ -60,11 +61,16 @@ def leaf_size(text: str) -> int | float:
     return int(value) if value.is_integer() else value  # 2.5: refused by the ranker
 
 
+SOURCE_NAMES = ("a100", "ansor-x86", "gpus", "bundled", "bundled-small")
+
+
 def settings(which: list[str]) -> dict:
-    """name -> (dataset, seed -> split) of the sources ``which`` (a100, gpus, bundled)."""
+    """name -> (dataset, seed -> split) of the sources ``which`` (of ``SOURCE_NAMES``)."""
     out = {}
+    a100 = load("a100").filter(valid=True) if {"a100", "bundled-small"} & set(which) else None
+    bundled = (load_dataset("bundled").filter(valid=True)
+               if {"bundled", "bundled-small"} & set(which) else None)
     if "a100" in which:
-        a100 = load("a100").filter(valid=True)
         out["A100 database, within-task"] = (a100, lambda s: SplitSpec("within-task", 0.3, s))
         out["A100 database, by-task"] = (a100, lambda s: SplitSpec("by-task", 0.3, s))
     if "ansor-x86" in which:  # a CPU's Ansor logs: 8,290 valid records, most in 4 large groups
@@ -75,15 +81,14 @@ def settings(which: list[str]) -> dict:
         out["RTX 3080 -> A100"] = (gpus, lambda s: SplitSpec("by-hardware", 0.3, s, "cuda-sm_80"))
         out["A100 -> RTX 3080"] = (gpus, lambda s: SplitSpec("by-hardware", 0.3, s, "cuda-sm_86"))
     if "bundled" in which:
-        bundled = load_dataset("bundled").filter(valid=True)
         out["bundled, within-task"] = (bundled, lambda s: SplitSpec("within-task", 0.3, s))
         out["bundled, by-task"] = (bundled, lambda s: SplitSpec("by-task", 0.3, s))
     if "bundled-small" in which:  # as few rows as the A100 database, in groups of the bundled size
-        bundled = load_dataset("bundled").filter(valid=True)
+        # (random tasks until the next would pass its record count; the draw follows the package)
         tasks = np.random.default_rng(0).permutation(sorted(bundled.records["task_key"].unique()))
         rows = bundled.records["task_key"].value_counts()[tasks].cumsum()
         small = bundled.select(bundled.records["task_key"].isin(
-            tasks[: int(np.searchsorted(rows.to_numpy(), len(load("a100").filter(valid=True))))]))
+            tasks[: int(np.searchsorted(rows.to_numpy(), len(a100)))]))
         out[f"bundled {small.records['task_key'].nunique()} tasks, within-task"] = (
             small, lambda s: SplitSpec("within-task", 0.3, s))
     return out
@@ -101,13 +106,19 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--name", default="compare_leaf_size")
     args = parser.parse_args()
+    unknown = set(args.settings.split(",")) - set(SOURCE_NAMES)
+    if unknown:
+        parser.error(f"unknown --settings {', '.join(sorted(unknown))}; "
+                     f"choose from {', '.join(SOURCE_NAMES)}")
     leaves = [leaf_size(t) for t in args.leaves.split(",")]
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     base = load_model_config(None)
     rows = []
     features = {}
     for name, (dataset, make_split) in settings(args.settings.split(",")).items():
-        fm = features.setdefault(id(dataset), build(dataset, list(base.blocks)))
+        if id(dataset) not in features:
+            features[id(dataset)] = build(dataset, list(base.blocks))
+        fm = features[id(dataset)]
         results = {}
         for seed in seeds:
             split = make_split(seed)

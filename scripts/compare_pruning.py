@@ -29,15 +29,16 @@ evaluated on the whole test part; all training data is the reference. Variants:
 
 Reported per variant and kept fraction: mean PCA (and ``pca_3``: over groups with at least 3
 test programs, which a single test pair cannot swing), the paired difference to all training
-data and to ``medoids`` (and to ``herding``, ``gbxfer prune``'s default; ``+w`` variants to their
-unweighted picks too), with 95% CIs.
+data and to ``medoids`` (and to ``herding``, the default for part of 2026-12-06; ``+w``
+variants to their unweighted picks too), with 95% CIs.
 Choices on seeds 100-104 (the default), reported on 0-4.
 
 Rule written 2026-12-06 before the herding and strata runs: a new selection replaces ``gbxfer
 prune``'s coreset if on the A100 database at 10-50% kept (a) its paired mean over random is
 above 0 at all five fractions, (b) its mean over the fractions of the difference to ``medoids``
 is above 0, and (c) on the Ansor x86 logs that mean is >= -0.005; of several, the highest on the
-A100. Herding passed (``compare_pruning_{a100,ansor-x86}_herding_choice``) and is the default.
+A100. Herding passed (``compare_pruning_{a100,ansor-x86}_herding_choice``) and became the default
+(undone later that day: see the outcome below).
 
 Rule written 2026-12-06 15:11, before the weighted runs: training weights become part of
 ``gbxfer prune`` (written with the pruned dataset) if on the A100 database at 10-50% kept
@@ -56,11 +57,12 @@ fraction of the rows): the weights did not pass either rule. ``herding+w`` over 
 above 0 at 3 of 5 fractions on the A100 database and -0.0013 on average on the Ansor x86 logs;
 ``medoids+w`` over ``herding`` was above 0 at 5 of 5 on seeds 105-109, but its CI at 40% kept
 (+0.0063 +- 0.0138) does not lie above 0. Re-check, written 15:40 from those runs: herding was
-chosen with the default model of then (41 programs a leaf), and with today's its own rule fails
-on seeds 100-104: below random at 50% (-0.0055), -0.002 against ``medoids`` on average, and
--0.012 on the Ansor x86 logs; on seeds 105-109 ``medoids`` is above it at 4 of 5 fractions
-(+0.0059 +- 0.0035 at 40%). So the coreset is ``gbxfer prune``'s default again since
-2026-12-06 (later).
+chosen with the default model of then (41 programs a leaf); with the current one (leaves a
+fraction of the rows) its own rule fails on seeds 100-104: below random at 50% (-0.0055),
+-0.002 against ``medoids`` on average, and -0.012 on the Ansor x86 logs; on seeds 105-109
+``medoids`` is above it at 4 of 5 fractions (+0.0059 +- 0.0035 at 40%). So the coreset is
+``gbxfer prune``'s default again since 2026-12-06 (later). The first run's results predate the
+``d_pca_herding`` column (their herding differences come from the per-variant means).
 Results: scripts/results/NAME.{json,csv}.
 """
 from __future__ import annotations
@@ -104,7 +106,7 @@ def strata(latency: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def variant_select(part, keep: float, seed: int, whole: int, latency_weight: float,
-                   fastest: float, how: str) -> np.ndarray:
+                   fastest: float, how: str) -> tuple[np.ndarray, np.ndarray]:
     """Positions of the kept valid records and their training weights (1 unless ``how`` ends
     in ``+w``): per group, ``fastest`` of the budget by latency, then ``how``'s selection over
     points with the latency reweighted; each group's draws from a generator seeded with
@@ -193,11 +195,11 @@ def main() -> None:
                     d, ci = ci95(r[:, i] - values)
                     row[f"d_{metric}_{ref}"] = round(d, 4)
                     row[f"d_{metric}_{ref}_ci"] = round(ci, 4)
-            for ref in {"unweighted": name[:-2] if name.endswith("+w") else None,
-                        "herding": "herding"}.items():  # paired to the picks unweighted, herding
-                if ref[1] is not None and (ref[1], keep) in runs:
-                    d, ci = ci95(r[:, 0] - np.array(runs[(ref[1], keep)])[:, 0])
-                    row[f"d_pca_{ref[0]}"], row[f"d_pca_{ref[0]}_ci"] = round(d, 4), round(ci, 4)
+            unweighted = name[:-2] if name.endswith("+w") else None
+            for label, other in (("unweighted", unweighted), ("herding", "herding")):
+                if other is not None and (other, keep) in runs:  # paired to ``other``'s picks
+                    d, ci = ci95(r[:, 0] - np.array(runs[(other, keep)])[:, 0])
+                    row[f"d_pca_{label}"], row[f"d_pca_{label}_ci"] = round(d, 4), round(ci, 4)
             rows.append(row)
     print_table(rows)
     write_results(args.name or f"compare_pruning_{args.dataset}", rows, dataset=args.dataset,
