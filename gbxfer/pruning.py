@@ -168,11 +168,12 @@ def select(dataset: Dataset, keep: float, method: str = "coreset", seed: int = 0
         X = build(dataset.select(valid), ["program"]).X.astype(float)
     rng = np.random.default_rng(seed)
     records = dataset.records.iloc[valid]
+    latencies = records["latency"].to_numpy()
     kept = []
     for _, rows in records.groupby(["task_key", "hardware"], sort=True).indices.items():
         n = len(rows)
         k = min(n, max(min_per_group, math.ceil(keep * n)))
-        latency = records["latency"].to_numpy()[rows]
+        latency = latencies[rows]
         if method == "random" or k == n:
             chosen = rng.choice(n, size=k, replace=False) if k < n else np.arange(n)
         elif method in ("coreset", "herding"):

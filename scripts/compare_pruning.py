@@ -86,8 +86,8 @@ from gbxfer.training import evaluate, train, training_part
 VARIANTS = {"medoids": (2, 1.0, 0.0, "coreset"), "whole8": (8, 1.0, 0.0, "coreset"),
             "latency2": (2, 2.0, 0.0, "coreset"), "latency0.5": (2, 0.5, 0.0, "coreset"),
             "fastest0.2": (2, 1.0, 0.2, "coreset"), "herding": (2, 1.0, 0.0, "herding"),
-            "strata": (2, 1.0, 0.0, "strata"), "medoids+w": (2, 1.0, 0.0, "coreset+w"),
-            "herding+w": (2, 1.0, 0.0, "herding+w")}
+            "strata": (2, 1.0, 0.0, "strata"), "medoids+w": (2, 1.0, 0.0, "coreset"),
+            "herding+w": (2, 1.0, 0.0, "herding")}  # +w: weighted (variant_select)
 
 
 def cell_weights(points: np.ndarray, chosen: np.ndarray) -> np.ndarray:
@@ -106,11 +106,12 @@ def strata(latency: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def variant_select(part, keep: float, seed: int, whole: int, latency_weight: float,
-                   fastest: float, how: str) -> tuple[np.ndarray, np.ndarray]:
-    """Positions of the kept valid records and their training weights (1 unless ``how`` ends
-    in ``+w``): per group, ``fastest`` of the budget by latency, then ``how``'s selection over
-    points with the latency reweighted; each group's draws from a generator seeded with
-    (``seed``, the group's number)."""
+                   fastest: float, how: str, weighted: bool = False
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of the kept valid records and their training weights (1 unless ``weighted``:
+    :func:`cell_weights`): per group, ``fastest`` of the budget by latency, then ``how``'s
+    selection over points with the latency reweighted; each group's draws from a generator
+    seeded with (``seed``, the group's number)."""
     valid = np.flatnonzero(part.records["valid"].to_numpy())
     X = build(part.select(valid), ["program"]).X.astype(float)
     records = part.records.iloc[valid]
@@ -133,11 +134,11 @@ def variant_select(part, keep: float, seed: int, whole: int, latency_weight: flo
         if how == "strata":
             chosen = strata(latency[rows[rest]], k - len(first), rng)
         else:
-            pick = herding if how.startswith("herding") else coreset
+            pick = herding if how == "herding" else coreset
             chosen = np.asarray(pick(points, k - len(first), rng))
         kept.append(valid[rows[np.concatenate([first, rest[chosen]])]])
         weights.append(np.concatenate([np.ones(len(first)), cell_weights(points, chosen)])
-                       if how.endswith("+w") else np.ones(k))
+                       if weighted else np.ones(k))
     kept, weights = np.concatenate(kept), np.concatenate(weights)
     order = np.argsort(kept)
     return kept[order], weights[order]
@@ -174,7 +175,8 @@ def main() -> None:
             for name in names:
                 weight = None
                 if name in VARIANTS:
-                    kept, weight = variant_select(part, keep, seed, *VARIANTS[name])
+                    kept, weight = variant_select(part, keep, seed, *VARIANTS[name],
+                                                  weighted=name.endswith("+w"))
                 else:
                     kept = select(part, keep, name, seed)
                 model = train(part.select(kept), config, split, seed=seed, sample_weight=weight)
