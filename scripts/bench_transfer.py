@@ -80,7 +80,8 @@ from gbxfer.transfer import TransferConfig, draw_shots, shots_rank, transfer
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 ARMS = ("tuned", "default", "other-tasks", "guard-blend", "guard+blend", "guard-continue",
         "unguarded", "source-only", "pooled", "blend", "scratch", "upper")
-BENCH_VERSION = 9  # 9: the guard counts a group held out in both within-task halves once;
+BENCH_VERSION = 10  # 10: pooled retraining (a guard candidate) keeps the source model's
+# random state; 9: the guard counts a group held out in both within-task halves once;
 # the compute-location and rfactor columns; 8: from 8 shots in the median group the guard keeps
 # pooled retraining unless it scores worse (TransferConfig.pooled_from); 7: groups of one left
 # out of training (a transfer whose shots are each alone on their task keeps the source model);

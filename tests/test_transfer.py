@@ -91,6 +91,23 @@ def test_shot_labels_are_rescaled_and_retrain_mode_fits_anew(gpus):
         assert trees == (30 + TransferConfig.extra_rounds if mode == "continue" else 30)
 
 
+
+def test_a_retraining_keeps_the_source_models_random_state(gpus):
+    """Pooled retraining samples rows and columns as the source model did, whatever the
+    transfer's seed (it then differs from the source by the shots, not by another fit);
+    continued boosting samples its added trees with the seed."""
+    config = {**CONFIG, "params": {"n_estimators": 30, "subsample": 0.7,
+                                   "colsample_bytree": 0.7}}
+    source = train(gpus, config, SplitSpec.parse("by-hardware:cuda-sm_86"), seed=5)
+    target = gpus.filter(hardware="cuda-sm_86")
+    shots = draw_shots(target, 4, 0)
+    for mode, same in (("retrain", True), ("continue", False)):
+        a, b = (transfer(source, gpus, target, shots, TransferConfig(mode=mode, guard=False), s)
+                for s in (1, 2))
+        assert (a.ranker.random_state == 5) is same
+        dumps = [m.ranker.booster_.model_to_string() for m in (a, b)]
+        assert (dumps[0] == dumps[1]) is same
+
 def test_cli_transfer(gpus, tmp_path, capsys):
     gpus.save(tmp_path / "ds")
     assert main(["train", str(tmp_path / "ds"), "--holdout", "by-hardware:cuda-sm_86",

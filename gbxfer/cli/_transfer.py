@@ -43,7 +43,9 @@ def add_parser(verbs, common):
                    help="choose the settings by an Optuna study of this many trials that "
                         "cross-validates inside the shots (never the evaluation data); "
                         "--config then gives only the model's base (default: 0, no study)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the shot draw, the split, the study and the added trees' "
+                        "sampling (a retraining samples as the source model did; default: 0)")
     p.add_argument("--out", required=True, type=output_folder, metavar="MODEL2")
     p.set_defaults(run=run)
 

@@ -68,7 +68,8 @@ class TransferConfig:
 
     def pooled(self) -> "TransferConfig":
         """Pooled retraining: one model trained anew on the source records and the shots as
-        one training set (target weight 1, no reweighting, shot labels as measured)."""
+        one training set (target weight 1, no reweighting, shot labels as measured), with
+        the source model's random state."""
         return dataclasses.replace(self, mode="retrain", target_weight=1.0, temperature=0.0,
                                    rescale_shots=False, source_fraction=1.0)
 
@@ -220,12 +221,16 @@ def adapt(model: SavedModel, source: Dataset, target: Dataset, shot_positions,
     groups = np.concatenate([fm_src.records["group"], fm_tgt.records["group"]])
     weights = np.concatenate([weights_src, np.full(len(fm_tgt.records), config.target_weight)])
     X_fit = model.transform(X, model.columns)
-    params = {**model.ranker.get_params(), "random_state": seed}
+    # a retraining keeps the source model's random state (its row and column samples), so
+    # that it differs from the source by the shots, not by another fit's luck as well
+    # (scripts/compare_refit_seed.py); added trees sample with ``seed``
+    params = model.ranker.get_params()
     init_model = None
     if config.mode == "blend" and model.partner is not None:
         raise GbxferError("this model is already a blend: transfer its source model instead")
     if config.mode == "continue":
-        params.update(n_estimators=config.extra_rounds, learning_rate=config.learning_rate)
+        params.update(n_estimators=config.extra_rounds, learning_rate=config.learning_rate,
+                      random_state=seed)
         init_model = model.ranker.booster_
     if config.num_leaves:
         params["num_leaves"] = config.num_leaves
