@@ -19,6 +19,9 @@ rules on those numbers, with no further training:
   c        a candidate passes when its mean gain exceeds c standard errors
   flipF    the rule above, except where the median shot group has F or more shots:
            there pooled retraining unless its gain lies more than one standard error below 0
+  at-Xse   the flip's bar at X standard errors below 0 instead of one (``at-0se``: gain >= 0)
+  floor    the flip also needs pooled retraining's top-1 gain alone not more than its own
+           standard error below 0
   groups   within tasks, a group's two held-out halves averaged into one sample before the
            standard error (the guard since 2026-12-05 is ``pca+top1 r1 c1 flip8 groups``;
            the rules without ``groups`` replay the guard before it, which counted each half
@@ -27,8 +30,8 @@ rules on those numbers, with no further training:
 and, for every rule, the chosen model's paired test difference to the source model (mean and
 95% CI over draws per setting and K), how many (setting, K) cells have a PCA or a top-1 CI
 entirely below 0, and the shortfall in PCA against pooled retraining (the guard's candidate,
-TransferConfig.pooled(); cells more than BELOW_POOLED below it are counted). Choices are made on seeds 100-104; the reported
-benchmark (bench_transfer) runs on 0-4.
+TransferConfig.pooled(); cells more than BELOW_POOLED below it are counted). Choices are made
+on seeds 100-104; the reported benchmark (bench_transfer) runs on 0-4.
 
 Pre-registered 2026-12-06 17:33 UTC, before any of its draws (bench_transfer version 12 has, on
 seeds 0-4, one top-1 CI below 0: the Zen 4's unseen tasks at K = 8, where the flip kept pooled
@@ -41,8 +44,9 @@ at K = 8). A candidate replaces the default only if, over those 26 cells, (a) it
 (cell, metric) CIs entirely below 0 (PCA, top-1) is at most the default's, (b) its mean paired
 top-1 difference over the 22 CPU cells is at least the default's + 0.005, and (c) its mean
 paired PCA difference over all 26 cells is at least the default's - 0.001; of those passing, the
-highest mean PCA difference. If none passes, the default stays and seeds 0-4 are not rerun. Each (setting, seed, K) is appended to
-scripts/results/<name>.jsonl as it finishes (resumable). Results: <name>.{jsonl,json,csv}.
+highest mean PCA difference. If none passes, the default stays and seeds 0-4 are not rerun.
+
+Each (setting, seed, K) is appended to scripts/results/<name>.jsonl as it finishes (resumable). Results: <name>.{jsonl,json,csv}.
 """
 from __future__ import annotations
 
