@@ -46,7 +46,8 @@ top-1 difference over the 22 CPU cells is at least the default's + 0.005, and (c
 paired PCA difference over all 26 cells is at least the default's - 0.001; of those passing, the
 highest mean PCA difference. If none passes, the default stays and seeds 0-4 are not rerun.
 
-Each (setting, seed, K) is appended to scripts/results/<name>.jsonl as it finishes (resumable). Results: <name>.{jsonl,json,csv}.
+Each (setting, seed, K) is appended to scripts/results/<name>.jsonl as it finishes (resumable).
+Results: <name>.{jsonl,json,csv}.
 """
 from __future__ import annotations
 
