@@ -56,6 +56,28 @@ def write_results(name: str, rows: list[dict], **extra) -> dict:
     return payload
 
 
+def add_draw_log_options(parser, name: str) -> None:
+    """``--name`` (results and log of finished draws) and ``--report-only``."""
+    parser.add_argument("--name", default=name,
+                        help="results file name (and of the log of finished draws)")
+    parser.add_argument("--report-only", action="store_true",
+                        help="summarize the logged draws, compute nothing new")
+
+
+def logged_draws(name: str) -> dict:
+    """The rows of ``results/<name>.jsonl`` by (setting, seed, k, data)."""
+    log = RESULTS / f"{name}.jsonl"
+    rows = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return {(r["setting"], r["seed"], r["k"], r["data"]): r for r in rows}
+
+
+def log_draw(name: str, row: dict) -> None:
+    """Append ``row`` to ``results/<name>.jsonl`` (a draw finished: a rerun skips it)."""
+    RESULTS.mkdir(exist_ok=True)
+    with open(RESULTS / f"{name}.jsonl", "a") as f:
+        f.write(json.dumps(row) + "\n")
+
+
 def print_table(rows: list[dict], columns: list[str] | None = None) -> None:
     """The rows as a text table (floats to 4 significant digits), printed by pandas."""
     import pandas as pd

@@ -33,13 +33,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import time
 
 import numpy as np
 import sklearn.base
 from _bench import ci95
-from _results import RESULTS, print_table, write_results
+from _results import (add_draw_log_options, log_draw, logged_draws, print_table,
+                      write_results)
 from bench_transfer import HOLDOUT, fingerprint, prepared, report, settings
 
 from gbxfer.model import load_model_config
@@ -112,18 +112,10 @@ def main() -> None:
     parser.add_argument("--first-seed", type=int, default=105,
                         help="shot draws first..first+seeds-1 (choices on 100-109, reports 0-4)")
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--name", default="compare_refit_seed",
-                        help="results file name (and of the log of finished draws)")
-    parser.add_argument("--report-only", action="store_true",
-                        help="summarize the logged draws, compute nothing new")
+    add_draw_log_options(parser, "compare_refit_seed")
     args = parser.parse_args()
     config = load_model_config("default")
-    log = RESULTS / f"{args.name}.jsonl"
-    logged = {}
-    if log.exists():
-        for line in log.read_text().splitlines():
-            row = json.loads(line)
-            logged[(row["setting"], row["seed"], row["k"], row["data"])] = row
+    logged = logged_draws(args.name)
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     shots = [0] + [int(k) for k in args.shots.split(",") if k]
     rows = []
@@ -141,9 +133,7 @@ def main() -> None:
                     row = {"setting": name, "seed": seed, "k": k, "data": data,
                            "arms": one(source, target, seed, k, shared, only)}
                     row["seconds"] = round(time.perf_counter() - start, 1)
-                    RESULTS.mkdir(exist_ok=True)
-                    with open(log, "a") as f:
-                        f.write(json.dumps(row) + "\n")
+                    log_draw(args.name, row)
                     print(f"{name} seed {seed} K={k}: " + ", ".join(
                         f"{a} {v['pca']:.4f}/{v['top1']:.3f}" for a, v in row["arms"].items())
                           + f" ({row['seconds']:.0f} s)", flush=True)

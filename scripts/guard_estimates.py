@@ -53,12 +53,12 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import time
 
 import numpy as np
 from _bench import ci95
-from _results import RESULTS, print_table, write_results
+from _results import (add_draw_log_options, log_draw, logged_draws, print_table,
+                      write_results)
 from bench_transfer import (CALIBRATION_HOLDOUT, HOLDOUT, calibration_shots, fingerprint,
                             prepared, report, settings)
 
@@ -213,21 +213,13 @@ def main() -> None:
                         help="only the settings whose name contains TEXT")
     parser.add_argument("--repeats", type=int, default=3,
                         help="fold splits cross-validated per candidate")
-    parser.add_argument("--name", default="guard_estimates",
-                        help="results file name (and of the log of finished draws)")
-    parser.add_argument("--report-only", action="store_true",
-                        help="summarize the logged draws, compute nothing new")
+    add_draw_log_options(parser, "guard_estimates")
     args = parser.parse_args()
     config = load_model_config("default")
-    log = RESULTS / f"{args.name}.jsonl"
     seeds = [int(s) for s in args.seeds.split(",")]
     shots = [int(k) for k in args.shots.split(",") if k] + [
         f"cal{int(n)}" for n in args.calibration.split(",") if n]
-    logged = {}
-    if log.exists():
-        for line in log.read_text().splitlines():
-            row = json.loads(line)
-            logged[(row["setting"], row["seed"], row["k"], row["data"])] = row
+    logged = logged_draws(args.name)
     runs = []
     for name, source, target, only, calibration in settings(args.settings.split(",")):
         if args.match not in name:
@@ -247,9 +239,7 @@ def main() -> None:
                         continue
                     row = {"setting": name, "seed": seed, "k": k, "data": data, **result,
                            "repeats": args.repeats, "seconds": time.perf_counter() - start}
-                    RESULTS.mkdir(exist_ok=True)
-                    with open(log, "a") as f:
-                        f.write(json.dumps(row) + "\n")
+                    log_draw(args.name, row)
                     t = row["test"]
                     print(f"{name} seed {seed} K={k}: PCA source {t['source']['pca']:.3f} "
                           f"config {t['config']['pca']:.3f} pooled {t['pooled']['pca']:.3f} "
