@@ -160,25 +160,30 @@ def summarize(runs, repeats) -> tuple[list[dict], list[dict]]:
     """Per rule and (setting, K): the chosen model's paired test differences; and per rule
     the totals, over the cells whose draws all have the rule's number of splits."""
     cells, totals = [], []
-    rules = [(*rule, 0, False, 1.0, False)
-             for rule in itertools.product(SCORES, range(1, repeats + 1), (0.0, 0.5, 1.0))]
-    rules += [("pca+top1", 1, 1.0, flip, False, 1.0, False) for flip in (8, 16)]
-    rules += [("pca+top1", 1, c, flip, True, 1.0, False)
+    rules = [{"score": score, "repeats": reps, "c": c}
+             for score, reps, c in itertools.product(SCORES, range(1, repeats + 1),
+                                                     (0.0, 0.5, 1.0))]
+    rules += [{"flip": flip} for flip in (8, 16)]
+    rules += [{"c": c, "flip": flip, "groups": True}
               for c, flip in ((1.0, 0), (0.5, 0), (1.0, 8), (1.0, 4), (1.0, 16))]
     # 2026-12-06: the flip from 8 shots with a stricter bar (gain >= 0) or a top-1 floor
-    rules += [("pca+top1", 1, 1.0, 8, True, 0.0, False), ("pca+top1", 1, 1.0, 8, True, 1.0, True)]
+    rules += [{"flip": 8, "groups": True, "flip_c": 0.0},
+              {"flip": 8, "groups": True, "floor": True}]
     by_cell: dict = {}
     for run in runs:
         by_cell.setdefault((run["setting"], run["k"]), []).append(run)
-    for score, reps, c, flip, groups, flip_c, floor in rules:
-        rule = (f"{score} r{reps} c{c:g}" + (f" flip{flip}" if flip else "")
-                + (f" at{-flip_c:g}se" if flip and flip_c != 1.0 else "")
-                + (" floor" if floor else "") + (" groups" if groups else ""))
+    for given in rules:
+        r = {"score": "pca+top1", "repeats": 1, "c": 1.0, "flip": 0, "groups": False,
+             "flip_c": 1.0, "floor": False, **given}
+        rule = (f"{r['score']} r{r['repeats']} c{r['c']:g}"
+                + (f" flip{r['flip']}" if r["flip"] else "")
+                + (f" at-{r['flip_c']:g}se" if r["flip"] and r["flip_c"] != 1.0 else "")
+                + (" floor" if r["floor"] else "") + (" groups" if r["groups"] else ""))
         below, d_pca_all, short_all = {"pca": 0, "top1": 0}, [], []
         for (setting, k), rows in by_cell.items():
-            if any(row["repeats"] < reps for row in rows):  # a rule needs its splits
+            if any(row["repeats"] < r["repeats"] for row in rows):  # a rule needs its splits
                 continue
-            picks = [choose(row, score, reps, c, flip, groups, flip_c, floor) for row in rows]
+            picks = [choose(row, **r) for row in rows]
             d = {m: [row["test"][p][m] - row["test"]["source"][m] for row, p in zip(rows, picks)]
                  for m in ("pca", "top1")}
             shortfall = [row["test"]["pooled"]["pca"] - row["test"][p]["pca"]
