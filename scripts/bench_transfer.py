@@ -38,6 +38,10 @@ programs) serve every arm, seed and K; the seeds are shot draws from the other h
   pooled       one model trained on source records + shots together, no reweighting
                (with one shot per task and profile, the shots rank nothing: a retraining on
                the source records alone, as unguarded then keeps the source model)
+  pooled-same  gbxfer's pooled retraining, unguarded (TransferConfig.pooled()): as pooled, but
+               with the source model's random state, as the default's pooled candidate, so
+               that it differs from the source model by the shots alone (at K = 1: the source
+               model)
   blend        gbxfer transfer mode blend, unguarded: pooled retraining (gbxfer's, on the
                source model's records and the shots) averaged with the source model
   scratch      a model trained on the shots alone (not run where no task has two shots)
@@ -79,7 +83,7 @@ from gbxfer.transfer import TransferConfig, draw_shots, shots_rank, transfer
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 ARMS = ("tuned", "default", "other-tasks", "guard-blend", "guard+blend", "guard-continue",
-        "unguarded", "source-only", "pooled", "blend", "scratch", "upper")
+        "unguarded", "source-only", "pooled", "pooled-same", "blend", "scratch", "upper")
 BENCH_VERSION = 10  # 10: pooled retraining (a guard candidate) keeps the source model's
 # random state; 9: the guard counts a group held out in both within-task halves once;
 # the compute-location and rfactor columns; 8: from 8 shots in the median group the guard keeps
@@ -220,6 +224,7 @@ def one(source, target, seed, k, trials, config, arms_wanted=ARMS, shared=None,
                                  ("guard+blend", TransferConfig(try_blend=True)),
                                  ("guard-continue", TransferConfig(try_pooled=False)),
                                  ("unguarded", TransferConfig(guard=False)),
+                                 ("pooled-same", TransferConfig(guard=False).pooled()),
                                  ("blend", TransferConfig(guard=False).blended())):
         if arm in arms_wanted and (arm != "other-tasks" or isinstance(k, str)):
             start = time.perf_counter()
