@@ -46,6 +46,20 @@ top-1 difference over the 22 CPU cells is at least the default's + 0.005, and (c
 paired PCA difference over all 26 cells is at least the default's - 0.001; of those passing, the
 highest mean PCA difference. If none passes, the default stays and seeds 0-4 are not rerun.
 
+Pre-registered 2026-12-06 20:54 UTC, before any of its draws (bench_transfer version 13's
+`pooled-same` arm, pooled retraining with the source model's random state, gains PCA and top-1
+on the GPU pair at K = 2-8 where the default keeps the source model; flip4 was rejected on
+2026-12-05, when pooled retraining was another fit): every setting at K = 4, seeds 100-104,
+1 split (``--name guard_estimates_k4``). Candidates against the default ``flip8 groups``:
+``flip4 groups`` and ``flip4 at-0se groups``. A candidate replaces the default
+(``TransferConfig.pooled_from`` 4) only if, over those 13 cells, (a) its count of (cell,
+metric) CIs entirely below 0 (PCA, top-1) is at most the default's, (b) its mean paired top-1
+difference over the 8 cells of the real machine changes (``bundled -> <machine>``, with and
+without unseen tasks) is at least the default's + 0.005, and (c) its mean paired PCA difference
+over the 13 cells is at least the default's - 0.001; of those passing, the highest mean PCA
+difference. If one passes, bench_transfer's default arm is rerun at K = 4 on seeds 0-4 (and in
+regime (b), where the median calibration group can reach 4); else the default stays.
+
 Each (setting, seed, K) is appended to scripts/results/<name>.jsonl as it finishes (resumable).
 Results: <name>.{jsonl,json,csv}.
 """
@@ -169,6 +183,7 @@ def summarize(runs, repeats) -> tuple[list[dict], list[dict]]:
     # 2026-12-06: the flip from 8 shots with a stricter bar (gain >= 0) or a top-1 floor
     rules += [{"flip": 8, "groups": True, "flip_c": 0.0},
               {"flip": 8, "groups": True, "floor": True}]
+    rules += [{"flip": 4, "groups": True, "flip_c": 0.0}]  # 2026-12-06 20:54
     by_cell: dict = {}
     for run in runs:
         by_cell.setdefault((run["setting"], run["k"]), []).append(run)
