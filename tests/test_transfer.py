@@ -108,6 +108,7 @@ def test_a_retraining_keeps_the_source_models_random_state(gpus):
         dumps = [m.ranker.booster_.model_to_string() for m in (a, b)]
         assert (dumps[0] == dumps[1]) is same
 
+
 def test_cli_transfer(gpus, tmp_path, capsys):
     gpus.save(tmp_path / "ds")
     assert main(["train", str(tmp_path / "ds"), "--holdout", "by-hardware:cuda-sm_86",
@@ -119,6 +120,11 @@ def test_cli_transfer(gpus, tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     assert set(report["by_hardware"]) <= {"cuda-sm_86", "cuda-sm_80"}
     assert report["split"]["kind"] == "within-task"
+    # --other-tasks: the guard holds out whole tasks even with 4 shots a group
+    assert main(["transfer", str(tmp_path / "src"), "--target-data", str(tmp_path / "ds"),
+                 "--shots", "4", "--other-tasks", "--out", str(tmp_path / "o"), "-q"]) == 0
+    meta = SavedModel.load(tmp_path / "o").extra["transfer"]
+    assert meta["other_tasks"] and meta["guard_check"]["folds"] == "by task"
 
 
 def test_cli_transfer_tuned_by_a_study_inside_the_shots(gpus, tmp_path, monkeypatch):

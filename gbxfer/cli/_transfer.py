@@ -1,6 +1,7 @@
 """``gbxfer transfer``: adapt a model to unseen hardware from a few of its measurements."""
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 from ..errors import GbxferError
@@ -43,6 +44,10 @@ def add_parser(verbs, common):
                    help="choose the settings by an Optuna study of this many trials that "
                         "cross-validates inside the shots (never the evaluation data); "
                         "--config then gives only the model's base (default: 0, no study)")
+    p.add_argument("--other-tasks", action="store_true",
+                   help="the model will rank other tasks than the shots' (shots of a "
+                        "calibration, before tuning a new network; as gbxfer calibrate): the "
+                        "check inside the shots then holds out whole tasks, whatever K")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the shot draw, the split, the study and the added trees' "
                         "sampling (a retraining samples as the source model did; default: 0)")
@@ -81,6 +86,8 @@ def run(args) -> int:
         log.info("Optuna study (%d trials, CV inside the shots): best PCA %.4f with %s; "
                  "chosen by the one-standard-error rule: %s", args.tune, study.best_value,
                  study.best_params, config)
+    if args.other_tasks:
+        config = dataclasses.replace(config, other_tasks=True)
     adapted = transfer(model, source, target, shots, config, args.seed, holdout)
     guard = adapted.extra["transfer"].get("guard_check")
     if guard:
