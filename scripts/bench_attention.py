@@ -1,12 +1,15 @@
-"""Ablation of the numpy hardware attention (feature-group gating) on the by-hardware split.
+"""Ablation of the numpy hardware attention (feature-group gating) on unseen hardware.
 
-    python scripts/bench_attention.py [--dataset bundled] [--seeds 5]
+    python scripts/bench_attention.py [--dataset bundled] [--seeds 5] [--first-seed 0]
+                                      [--split by-machine|by-hardware] [--name bench_attention]
 
-For each hardware family of the dataset held out in turn (by-hardware split: the model never
-sees that family) and each seed, the default model config is trained with and without
-``attention:`` gating on the other families and evaluated on the held-out family. Reports mean
-+- 95% CI over seeds per family and over all (family, seed) pairs, and the paired difference
-(with - without). Results: scripts/results/bench_attention.{json,csv}.
+For each physical machine (``--split by-machine``: every profile of one CPU held out, the model
+trains on the other machines) or each hardware family (``by-hardware``: the split of the first
+runs, when the dataset held one machine) of the dataset held out in turn, and each seed, the
+default model config is trained with and without ``attention:`` gating on the rest and evaluated
+on the held-out part. Reports mean +- 95% CI over seeds per held-out part and over all (part,
+seed) pairs, and the paired difference (with - without). Results:
+scripts/results/<name>.{json,csv}.
 """
 from __future__ import annotations
 
@@ -18,37 +21,45 @@ from gbxfer.model import load_model_config
 from gbxfer.training import evaluate, train
 
 METRICS = ("pca", "top1", "top5")
+COLUMNS = {"by-hardware": "hardware_family", "by-machine": "machine"}
+
+
+def options(parser) -> None:
+    parser.add_argument("--split", choices=sorted(COLUMNS), default="by-machine",
+                        help="what is held out in turn (default: by-machine)")
+    parser.add_argument("--name", default="bench_attention", help="results file name")
 
 
 def main() -> None:
-    args, dataset, _ = experiment(__doc__)
     base = load_model_config()
+    args, dataset, features = experiment(__doc__, options=options, blocks=base.blocks)
     arms = {"without": base, "with attention": base.replace(attention={"dim": 8})}
-    families = sorted(dataset.records["hardware_family"].unique())
+    held = sorted(dataset.records[COLUMNS[args.split]].unique())
     results = {}
-    for family in families:
+    for part in held:
         for seed in args.seed_list:
-            split = SplitSpec("by-hardware", seed=seed, family=family)
+            split = SplitSpec(args.split, seed=seed, family=part)
             for arm, config in arms.items():
-                report = evaluate(train(dataset, config, split, seed=seed), dataset)
-                results[(family, seed, arm)] = report
-                print(family, seed, arm, *(f"{m} {report[m]:.4f}" for m in METRICS), flush=True)
+                model = train(dataset, config, split, seed=seed, features=features)
+                report = evaluate(model, dataset, features=features)
+                results[(part, seed, arm)] = report
+                print(part, seed, arm, *(f"{m} {report[m]:.4f}" for m in METRICS), flush=True)
     rows = []
-    for family in [*families, "all"]:
-        keys = [(f, s) for f in families for s in args.seed_list if family in (f, "all")]
+    for part in [*held, "all"]:
+        keys = [(p, s) for p in held for s in args.seed_list if part in (p, "all")]
         for arm in [*arms, "difference"]:
-            row = {"held_out": family, "arm": arm, "n": len(keys)}
+            row = {"held_out": part, "arm": arm, "n": len(keys)}
             for m in METRICS:
                 if arm == "difference":
-                    values = [results[(f, s, "with attention")][m] - results[(f, s, "without")][m]
-                              for f, s in keys]
+                    values = [results[(p, s, "with attention")][m] - results[(p, s, "without")][m]
+                              for p, s in keys]
                 else:
-                    values = [results[(f, s, arm)][m] for f, s in keys]
+                    values = [results[(p, s, arm)][m] for p, s in keys]
                 row[m], row[f"{m}_ci"] = (round(v, 4) for v in ci95(values))
             rows.append(row)
     print()
     print_table(rows)
-    write_results("bench_attention", rows, dataset=args.dataset, seeds=args.seeds)
+    write_results(args.name, rows, dataset=args.dataset, seeds=args.seeds, split=args.split)
 
 
 if __name__ == "__main__":
