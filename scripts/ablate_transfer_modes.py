@@ -1,6 +1,7 @@
 """Transfer settings beside the default on the real machine change: where could shots gain?
 
-    python scripts/ablate_transfer_modes.py [--seeds 3] [--shots 4,16]
+    python scripts/ablate_transfer_modes.py [--seeds 3] [--shots 4,16] [--configs NAME,...]
+                                            [--name ablate_transfer_modes]
 
 On four settings of scripts/bench_transfer.py (the Zen 3 -> Zen 4 change on programs the
 source never measured, the same on tasks it never measured, the reverse on unseen tasks, and
@@ -11,9 +12,13 @@ difference to the source model (zero-shot) on the same test records of
   retrain w20 guarded   a new booster on source + shots, shots weighing 20, guarded
   retrain w20           the same without the guard
   continue shots-only   trees added on the shots alone (the source's scores as base margin)
+  continue              the default's adaptation unguarded: trees added on source + shots, the
+                        source records weighted by an RBF similarity of their hardware
+                        descriptor to the target's (temperature 1)
+  continue unweighted   the same with every source record weighing 1 (temperature 0)
 
 with how often the guard kept the adaptation. Results:
-scripts/results/ablate_transfer_modes.{json,csv}.
+scripts/results/<name>.{json,csv}.
 """
 from __future__ import annotations
 
@@ -32,13 +37,17 @@ SETTINGS = ("bundled -> AMD EPYC (zen4)", "bundled -> AMD EPYC (zen4), unseen ta
 CONFIGS = {"default": TransferConfig(),
            "retrain w20 guarded": TransferConfig(mode="retrain", target_weight=20.0),
            "retrain w20": TransferConfig(guard=False, mode="retrain", target_weight=20.0),
-           "continue shots-only": TransferConfig(guard=False, source_fraction=0.0)}
+           "continue shots-only": TransferConfig(guard=False, source_fraction=0.0),
+           "continue": TransferConfig(guard=False),
+           "continue unweighted": TransferConfig(guard=False, temperature=0.0)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--shots", default="4,16")
+    parser.add_argument("--configs", default=",".join(CONFIGS), help="arms to run")
+    parser.add_argument("--name", default="ablate_transfer_modes", help="results file name")
     args = parser.parse_args()
     config = load_model_config()
     rows = []
@@ -53,7 +62,8 @@ def main() -> None:
             diffs: dict = {}
             for seed in range(args.seeds):
                 shots = draw_shots(target, k, seed, HOLDOUT)
-                for arm, transfer_config in CONFIGS.items():
+                for arm in args.configs.split(","):
+                    transfer_config = CONFIGS[arm]
                     adapted = transfer(model, source, target, shots, transfer_config, seed,
                                        HOLDOUT, source_features=shared["fm_source"],
                                        target_features=fm)
@@ -76,7 +86,7 @@ def main() -> None:
                 print_table([row])
     print()
     print_table(rows)
-    write_results("ablate_transfer_modes", rows, seeds=args.seeds)
+    write_results(args.name, rows, seeds=args.seeds)
 
 
 if __name__ == "__main__":
