@@ -142,12 +142,13 @@ def test_cli_transfer_tuned_by_a_study_inside_the_shots(gpus, tmp_path, monkeypa
     assert main(["train", str(tmp_path / "ds"), "--holdout", "by-hardware:cuda-sm_86",
                  "--out", str(tmp_path / "src"), "-q"]) == 0
     assert main(["transfer", str(tmp_path / "src"), "--target-data", str(tmp_path / "ds"),
-                 "--shots", "4", "--holdout", "within-task", "--tune", "2",
+                 "--shots", "4", "--holdout", "within-task", "--tune", "2", "--other-tasks",
                  "--out", str(tmp_path / "t"), "-q"]) == 0
     model = SavedModel.load(tmp_path / "t")
     shots = set(model.extra["transfer"]["shot_record_ids"])
     assert seen == [shots]  # the study saw exactly the shots
     assert set(model.extra["transfer"]) >= {"target_weight", "temperature", "extra_rounds"}
+    assert model.extra["transfer"]["other_tasks"]  # the study's choice keeps --other-tasks
 
 
 def test_cli_transfer_with_one_shot_per_task_keeps_the_source_model(gpus, tmp_path, capsys):

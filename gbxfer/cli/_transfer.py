@@ -71,6 +71,8 @@ def run(args) -> int:
         else None
     config = TransferConfig.from_dict(load_model_config(args.config).transfer
                                       if args.config else None)
+    if args.other_tasks:
+        config = dataclasses.replace(config, other_tasks=True)
     shots = draw_shots(target, args.shots, args.seed, holdout)
     if args.tune > 0 and not shots_rank(target.select(shots)):
         log.info("--tune skipped: no task has two shots on one profile, nothing to score")
@@ -82,12 +84,11 @@ def run(args) -> int:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         study = study_transfer(model, source, target, shots, args.tune, "transfer", None,
                                args.seed)
-        config = chosen_transfer(study)
+        # the study tunes the hyper-parameters; what the model will rank stays as given
+        config = dataclasses.replace(chosen_transfer(study), other_tasks=config.other_tasks)
         log.info("Optuna study (%d trials, CV inside the shots): best PCA %.4f with %s; "
                  "chosen by the one-standard-error rule: %s", args.tune, study.best_value,
                  study.best_params, config)
-    if args.other_tasks:
-        config = dataclasses.replace(config, other_tasks=True)
     adapted = transfer(model, source, target, shots, config, args.seed, holdout)
     guard = adapted.extra["transfer"].get("guard_check")
     if guard:
