@@ -49,6 +49,9 @@ def main() -> None:
     parser.add_argument("--configs", default=",".join(CONFIGS), help="arms to run")
     parser.add_argument("--name", default="ablate_transfer_modes", help="results file name")
     args = parser.parse_args()
+    unknown = sorted(set(args.configs.split(",")) - set(CONFIGS))
+    if unknown:
+        parser.error(f"unknown config {unknown[0]!r}; configs: {', '.join(CONFIGS)}")
     config = load_model_config()
     rows = []
     for name, source, target, only, _ in settings(["machines", "bundled"]):

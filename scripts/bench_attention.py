@@ -2,7 +2,7 @@
 
     python scripts/bench_attention.py [--dataset bundled] [--seeds 5] [--first-seed 0]
                                       [--split by-machine|by-hardware|by-task]
-                                      [--name bench_attention]
+                                      [--name bench_attention_<split>]
 
 For each physical machine (``--split by-machine``: every profile of one CPU held out, the model
 trains on the other machines) or each hardware family (``by-hardware``: the split of the first
@@ -29,7 +29,8 @@ COLUMNS = {"by-hardware": "hardware_family", "by-machine": "machine", "by-task":
 def options(parser) -> None:
     parser.add_argument("--split", choices=sorted(COLUMNS), default="by-machine",
                         help="what is held out in turn (default: by-machine)")
-    parser.add_argument("--name", default="bench_attention", help="results file name")
+    parser.add_argument("--name", help="results file name (default: bench_attention_ and the "
+                                        "split, e.g. bench_attention_by_machine)")
 
 
 def main() -> None:
@@ -63,7 +64,8 @@ def main() -> None:
             rows.append(row)
     print()
     print_table(rows)
-    write_results(args.name, rows, dataset=args.dataset, seeds=args.seeds, split=args.split)
+    name = args.name or f"bench_attention_{args.split.replace('-', '_')}"
+    write_results(name, rows, dataset=args.dataset, seeds=args.seeds, split=args.split)
 
 
 if __name__ == "__main__":
