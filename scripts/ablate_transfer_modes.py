@@ -17,7 +17,8 @@ difference to the source model (zero-shot) on the same test records of
                         descriptor to the target's (temperature 1)
   continue unweighted   the same with every source record weighing 1 (temperature 0)
 
-with how often the guard kept the adaptation. Results:
+with how often the guard kept the adaptation, and the range of the weights the continue
+adaptation gives the source records (how far from uniform). Results:
 scripts/results/<name>.{json,csv}.
 """
 from __future__ import annotations
@@ -30,7 +31,7 @@ from _results import print_table, write_results
 from bench_transfer import HOLDOUT, prepared, report, settings
 
 from gbxfer.model import load_model_config
-from gbxfer.transfer import TransferConfig, draw_shots, transfer
+from gbxfer.transfer import TransferConfig, draw_shots, hardware_similarity, transfer
 
 SETTINGS = ("bundled -> AMD EPYC (zen4)", "bundled -> AMD EPYC (zen4), unseen tasks",
             "bundled -> AMD EPYC (zen3), unseen tasks", "bundled -> x86-avx2")
@@ -40,6 +41,27 @@ CONFIGS = {"default": TransferConfig(),
            "continue shots-only": TransferConfig(guard=False, source_fraction=0.0),
            "continue": TransferConfig(guard=False),
            "continue unweighted": TransferConfig(guard=False, temperature=0.0)}
+
+
+def source_weights(model, fm_source, fm_target) -> str:
+    """The range (min-max) of the weights the continue adaptation gives the source records
+    (an RBF similarity of their profile's descriptor to a target profile's, temperature 1,
+    scaled to a mean of 1), over the target's profiles: how far from uniform they are."""
+    hw = [i for i, c in enumerate(fm_source.columns) if c.startswith("hardware.")]
+    profiles = fm_source.records["hardware"].to_numpy()
+    used = profiles[fm_source.records["valid"].to_numpy(dtype=bool)
+                    & np.isin(profiles, model.hardware)]
+    names = sorted(set(used))
+    descriptors = np.stack([fm_source.X[np.flatnonzero(profiles == n)[0], hw] for n in names])
+    counts = np.array([(used == n).sum() for n in names])
+    targets = fm_target.records["hardware"].to_numpy()
+    ranges = []
+    for t in sorted(set(targets)):
+        similarity = hardware_similarity(descriptors, fm_target.X[np.flatnonzero(targets == t)[0],
+                                                                  hw], 1.0)
+        weights = similarity * counts.sum() / (similarity * counts).sum()
+        ranges += [weights.min(), weights.max()]
+    return f"{min(ranges):.2f}-{max(ranges):.2f}"
 
 
 def main() -> None:
@@ -58,6 +80,7 @@ def main() -> None:
         if name not in SETTINGS:
             continue
         shared = prepared(source, target, config)
+        spread = source_weights(shared["model"], shared["fm_source"], shared["fm_target"])
         model, fm = shared["model"], shared["fm_target"]
         test = HOLDOUT.test_mask(target) & (True if only is None else only)
         base = report(lambda X: model.predict(X, fm.columns), fm, test)
@@ -78,6 +101,7 @@ def main() -> None:
             for arm, values in diffs.items():
                 values = np.array(values, dtype=float)
                 row = {"setting": name, "k": k, "arm": arm, "seeds": len(values),
+                       "source_weights": spread,
                        "zero_shot_pca": round(base["pca"], 4),
                        "zero_shot_top1": round(base["top1"], 4)}
                 for i, metric in enumerate(("pca", "top1", "top5")):
