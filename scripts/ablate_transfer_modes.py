@@ -31,7 +31,7 @@ from _results import print_table, write_results
 from bench_transfer import HOLDOUT, prepared, report, settings
 
 from gbxfer.model import load_model_config
-from gbxfer.transfer import TransferConfig, draw_shots, hardware_similarity, transfer
+from gbxfer.transfer import TransferConfig, draw_shots, source_weights, transfer
 
 SETTINGS = ("bundled -> AMD EPYC (zen4)", "bundled -> AMD EPYC (zen4), unseen tasks",
             "bundled -> AMD EPYC (zen3), unseen tasks", "bundled -> x86-avx2")
@@ -43,25 +43,17 @@ CONFIGS = {"default": TransferConfig(),
            "continue unweighted": TransferConfig(guard=False, temperature=0.0)}
 
 
-def source_weights(model, fm_source, fm_target) -> str:
+def weight_range(model, fm_source, fm_target) -> str:
     """The range (min-max) of the weights the continue adaptation gives the source records
-    (an RBF similarity of their profile's descriptor to a target profile's, temperature 1,
-    scaled to a mean of 1), over the target's profiles: how far from uniform they are."""
-    hw = [i for i, c in enumerate(fm_source.columns) if c.startswith("hardware.")]
+    (gbxfer.transfer.source_weights, temperature 1) over the target's profiles: how far from
+    uniform they are."""
     profiles = fm_source.records["hardware"].to_numpy()
-    used = profiles[fm_source.records["valid"].to_numpy(dtype=bool)
-                    & np.isin(profiles, model.hardware)]
-    names = sorted(set(used))
-    descriptors = np.stack([fm_source.X[np.flatnonzero(profiles == n)[0], hw] for n in names])
-    counts = np.array([(used == n).sum() for n in names])
+    fm_used = fm_source.select_rows(fm_source.records["valid"].to_numpy(dtype=bool)
+                                    & np.isin(profiles, model.hardware))
     targets = fm_target.records["hardware"].to_numpy()
-    ranges = []
-    for t in sorted(set(targets)):
-        similarity = hardware_similarity(descriptors, fm_target.X[np.flatnonzero(targets == t)[0],
-                                                                  hw], 1.0)
-        weights = similarity * counts.sum() / (similarity * counts).sum()
-        ranges += [weights.min(), weights.max()]
-    return f"{min(ranges):.2f}-{max(ranges):.2f}"
+    weights = [source_weights(fm_used, fm_target.X[np.flatnonzero(targets == t)[0]], 1.0)
+               for t in sorted(set(targets))]
+    return f"{min(w.min() for w in weights):.2f}-{max(w.max() for w in weights):.2f}"
 
 
 def main() -> None:
@@ -80,7 +72,7 @@ def main() -> None:
         if name not in SETTINGS:
             continue
         shared = prepared(source, target, config)
-        spread = source_weights(shared["model"], shared["fm_source"], shared["fm_target"])
+        spread = weight_range(shared["model"], shared["fm_source"], shared["fm_target"])
         model, fm = shared["model"], shared["fm_target"]
         test = HOLDOUT.test_mask(target) & (True if only is None else only)
         base = report(lambda X: model.predict(X, fm.columns), fm, test)

@@ -69,7 +69,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _results import RESULTS, print_table, write_results
+from _results import RESULTS, log_draw, print_table, write_results
 from _bench import ci95
 
 from gbxfer import Dataset, SplitSpec, ingest, load_dataset
@@ -329,9 +329,7 @@ def main() -> None:
                        "bench": BENCH_VERSION, "config": args.config, "data": data, "arms": arms,
                        "seconds": time.perf_counter() - start}
                 done[(name, seed, k)] = row
-                RESULTS.mkdir(exist_ok=True)
-                with open(log, "a") as f:
-                    f.write(json.dumps(row) + "\n")
+                log_draw(args.name, row)
                 scores = ", ".join(f"{a} {arms[a]['pca']:.3f}/{arms[a]['top1']:.3f}"
                                    for a in ARMS if a in arms)
                 print(f"  seed {seed} K={k} ({arms['source-only']['n_shots']} shots): {scores} "

@@ -91,7 +91,6 @@ def test_shot_labels_are_rescaled_and_retrain_mode_fits_anew(gpus):
         assert trees == (30 + TransferConfig.extra_rounds if mode == "continue" else 30)
 
 
-
 def test_a_retraining_keeps_the_source_models_random_state(gpus):
     """Pooled retraining samples rows and columns as the source model did, whatever the
     transfer's seed (it then differs from the source by the shots, not by another fit);

@@ -157,6 +157,22 @@ def hardware_similarity(source_hw: np.ndarray, target_hw: np.ndarray,
     return np.exp(-distance / temperature)
 
 
+def source_weights(fm_src: FeatureMatrix, target_row: np.ndarray,
+                   temperature: float) -> np.ndarray:
+    """Each source record's weight in an adaptation: the similarity
+    (:func:`hardware_similarity`) of its profile's descriptor to the hardware columns of
+    ``target_row`` (a row of a feature matrix with ``fm_src``'s columns), scaled to a mean of
+    1."""
+    hw_cols = [i for i, c in enumerate(fm_src.columns) if c.startswith("hardware.")]
+    profiles = fm_src.records["hardware"].to_numpy()
+    names = sorted(set(profiles))
+    descriptors = np.stack([fm_src.X[np.flatnonzero(profiles == n)[0], hw_cols] for n in names])
+    similarity = dict(zip(names, hardware_similarity(descriptors, target_row[hw_cols],
+                                                     temperature)))
+    weights = np.array([similarity[p] for p in profiles])
+    return weights * (len(weights) / weights.sum())
+
+
 def median_shots(target: Dataset, shots) -> float:
     """The median number of shots (rows ``shots`` of ``target``) per task x profile group;
     0 without shots."""
@@ -201,16 +217,7 @@ def adapt(model: SavedModel, source: Dataset, target: Dataset, shot_positions,
     source = source.select(keep)
     weights_src = np.ones(len(fm_src.records))
     if config.temperature > 0 and "hardware" in model.blocks and len(fm_src.records):
-        hw_cols = [i for i, c in enumerate(fm_src.columns) if c.startswith("hardware.")]
-        target_hw = fm_tgt.X[0, hw_cols]
-        profiles = fm_src.records["hardware"].to_numpy()
-        names = sorted(set(profiles))
-        descriptors = np.stack([fm_src.X[np.flatnonzero(profiles == n)[0], hw_cols]
-                                for n in names])
-        similarity = dict(zip(names, hardware_similarity(descriptors, target_hw,
-                                                         config.temperature)))
-        weights_src = np.array([similarity[p] for p in profiles])
-        weights_src *= len(weights_src) / weights_src.sum()
+        weights_src = source_weights(fm_src, fm_tgt.X[0], config.temperature)
     X = np.vstack([fm_src.X, fm_tgt.X])
     y_tgt = fm_tgt.records["label"].to_numpy()
     if config.rescale_shots:  # (a model on label "rank" ranks the shots anew: no effect)
