@@ -60,6 +60,22 @@ over the 13 cells is at least the default's - 0.001; of those passing, the highe
 difference. If one passes, bench_transfer's default arm is rerun at K = 4 on seeds 0-4 (and in
 regime (b), where the median calibration group can reach 4); else the default stays.
 
+Pre-registered 2026-12-06 23:03 UTC, before any of its draws (the issue's target that the
+default's mean PCA is at or above pooled retraining's at every K: on seeds 100-104 at K = 4,
+``guard_estimates_k4``, the default falls more than BELOW_POOLED below pooled retraining on the
+GPU pair, ``flip4 groups`` in no cell): every setting at K = 2 and 4 (the only K where the
+candidates differ: from 8 shots all three flip), fresh seeds 105-109, 1 split (``--name
+guard_estimates_k24_fresh``). Candidates against the default ``flip8 groups``: ``flip2 groups``
+and ``flip4 groups``. A candidate replaces the default (``TransferConfig.pooled_from`` 2 or 4)
+only if, over those 26 cells, (a) its count of (cell, metric) CIs entirely below 0 (PCA,
+top-1) is at most the default's, (b) its count of cells more than BELOW_POOLED below pooled
+retraining is below the default's, (c) its mean paired PCA difference over the 22 CPU cells is
+at least the default's - 0.002 and (d) over all 26 cells at least the default's; of those
+passing, the fewest cells below pooled retraining, then the highest mean PCA difference. If
+one passes, bench_transfer's default arm is rerun on seeds 0-4 at K = 2 and 4 (version 14;
+K = 1, 8 and 16 are unchanged by construction, and regime (b) goes through ``other_tasks``,
+where ``pooled_from`` does not apply); else the default stays.
+
 Each (setting, seed, K) is appended to scripts/results/<name>.jsonl as it finishes (resumable).
 Results: <name>.{jsonl,json,csv}.
 """
@@ -184,6 +200,7 @@ def summarize(runs, repeats) -> tuple[list[dict], list[dict]]:
     rules += [{"flip": 8, "groups": True, "flip_c": 0.0},
               {"flip": 8, "groups": True, "floor": True}]
     rules += [{"flip": 4, "groups": True, "flip_c": 0.0}]  # 2026-12-06 20:54
+    rules += [{"flip": 2, "groups": True}]  # 2026-12-06 23:03
     by_cell: dict = {}
     for run in runs:
         by_cell.setdefault((run["setting"], run["k"]), []).append(run)
