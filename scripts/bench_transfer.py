@@ -21,7 +21,7 @@ programs) serve every arm, seed and K; the seeds are shot draws from the other h
                trial, by the one-standard-error rule (gbxfer.study.chosen_transfer)
   default      gbxfer transfer with the default TransferConfig: guarded, of the continue
                adaptation and pooled retraining the one that beats the source model inside
-               the shots beyond one standard error by most, else the source model; from 4
+               the shots beyond one standard error by most, else the source model; from 8
                shots in the median group, pooled retraining unless it scores worse by one
                standard error
   other-tasks  (regime (b) only) the default told that the model will rank other tasks than
@@ -84,10 +84,10 @@ from gbxfer.transfer import TransferConfig, draw_shots, shots_rank, transfer
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 ARMS = ("tuned", "default", "other-tasks", "guard-blend", "guard+blend", "guard-continue",
         "unguarded", "source-only", "pooled", "pooled-same", "blend", "scratch", "upper")
-BENCH_VERSION = 11  # 11: the guard keeps pooled retraining from 4 shots in the median group
-# (pooled_from 4, was 8); 10: pooled retraining (a guard candidate) keeps the source model's
-# random state; 9: the guard counts a group held out in both within-task halves once;
-# the compute-location and rfactor columns; 8: from 8 shots in the median group the guard keeps
+BENCH_VERSION = 10  # (11, in bench_transfer_v14.jsonl only: pooled_from 4, undone); 10:
+# pooled retraining (a guard candidate) keeps the source model's random state; 9: the guard
+# counts a group held out in both within-task halves once; the compute-location and rfactor
+# columns; 8: from 8 shots in the median group the guard keeps
 # pooled retraining unless it scores worse (TransferConfig.pooled_from); 7: groups of one left
 # out of training (a transfer whose shots are each alone on their task keeps the source model);
 # 6: the guard weighs pooled retraining too, regime (b) calibrates one profile; 5: continue

@@ -214,9 +214,8 @@ def test_the_study_moves_away_from_simpler_configs_only_beyond_one_standard_erro
 
 
 def _guarded(gpus, monkeypatch, source_scores, adapted_scores, pooled_scores=None,
-             config=TransferConfig(), k=2, raising_mode=None, halves=False, folds=None):
-    """A guarded transfer from ``k`` shots a group (by default fewer than ``pooled_from``: the
-    check alone decides) whose check inside the shots sees these per-group scores (pooled
+             config=TransferConfig(), k=4, raising_mode=None, halves=False, folds=None):
+    """A guarded transfer whose check inside the shots sees these per-group scores (pooled
     retraining: ``pooled_scores``, default as the configured adaptation's); candidates of
     mode ``raising_mode`` raise inside the check; ``halves``: every group held out in both
     folds with the same scores (as within tasks); ``folds``, a list, gets each check's
@@ -287,20 +286,19 @@ def test_a_group_held_out_in_both_halves_is_one_sample(gpus, monkeypatch):
     assert guard["se"] == pytest.approx(0.0406, abs=1e-3)
 
 
-def test_from_four_shots_a_group_the_guard_keeps_pooled_retraining_unless_it_loses(
+def test_from_eight_shots_a_group_the_guard_keeps_pooled_retraining_unless_it_loses(
         gpus, monkeypatch):
     no_gain = [0.7, 0.6, 0.8], [0.7, 0.6, 0.8]
-    _, adapted = _guarded(gpus, monkeypatch, *no_gain, [0.69, 0.62, 0.79], k=4)
+    _, adapted = _guarded(gpus, monkeypatch, *no_gain, [0.69, 0.62, 0.79], k=8)
     guard = adapted.extra["transfer"]["guard_check"]
-    assert (guard["choice"], guard["pooled_from"]) == ("pooled", 4)
+    assert (guard["choice"], guard["pooled_from"]) == ("pooled", 8)
     assert guard["adapted"] and not guard["candidates"]["pooled"]["adapted"]
     assert adapted.extra["transfer"]["mode"] == "retrain"
     assert list(guard["candidates"]) == ["pooled"]  # the configured transfer never retrained
     # worse by more than a standard error, or fewer shots, or switched off: the source model,
     # every candidate checked
     for pooled, k, config in (([0.6, 0.5, 0.7], 8, TransferConfig()),
-                              ([0.69, 0.62, 0.79], 2, TransferConfig()),
-                              ([0.69, 0.62, 0.79], 4, TransferConfig(pooled_from=8)),
+                              ([0.69, 0.62, 0.79], 4, TransferConfig()),
                               ([0.69, 0.62, 0.79], 8, TransferConfig(pooled_from=0)),
                               ([0.69, 0.62, 0.79], 8, TransferConfig(other_tasks=True))):
         _, kept = _guarded(gpus, monkeypatch, *no_gain, pooled, config, k)
@@ -322,13 +320,13 @@ def test_a_model_for_other_tasks_is_checked_on_tasks_it_did_not_adapt_on(gpus, m
 def test_a_candidate_that_cannot_adapt_fails_alone(gpus, monkeypatch):
     """A blend of a blend raises inside its check; pooled retraining is still weighed, with
     or without the pooled-first shortcut."""
-    for k in (2, 4):
+    for k in (4, 8):
         _, model = _guarded(gpus, monkeypatch, [0.7, 0.6, 0.8], [0.71, 0.58, 0.81],
                             [0.9, 0.8, 0.95], TransferConfig(try_blend=True), k,
                             raising_mode="blend")
         guard = model.extra["transfer"]["guard_check"]
         assert guard["choice"] == "pooled"
-        assert k == 4 or guard["candidates"]["blend"]["gain"] is None
+        assert k == 8 or guard["candidates"]["blend"]["gain"] is None
 
 
 @pytest.mark.parametrize("config", [TransferConfig(), TransferConfig(guard=False)])

@@ -54,9 +54,9 @@ class TransferConfig:
     # retraining, unchecked)
     fallback: str = "source"
     # from this many shots in the median task x profile group, the guard keeps pooled
-    # retraining unless it scores worse by one standard error (0: never; 8 until 2026-12-06,
-    # 4 since: scripts/guard_estimates.py, the rule of 23:03 on fresh shot draws)
-    pooled_from: int = 4
+    # retraining unless it scores worse by one standard error (0: never; guard_estimates.py;
+    # 4 gains on the GPU pair and put a PCA CI below zero-shot on a CPU: docs/benchmarks.md)
+    pooled_from: int = 8
     # the adapted model will rank other tasks than the shots' (as after `gbxfer calibrate`):
     # the guard then checks what carries over to other tasks (folds of whole tasks, whatever
     # the shots per group) and pooled_from does not apply
