@@ -75,6 +75,10 @@ passing, the fewest cells below pooled retraining, then the highest mean PCA dif
 one passes, bench_transfer's default arm is rerun on seeds 0-4 at K = 2 and 4 (version 14;
 K = 1, 8 and 16 are unchanged by construction, and regime (b) goes through ``other_tasks``,
 where ``pooled_from`` does not apply); else the default stays.
+(Added 2026-12-07, after the draws: that clause holds for `gbxfer calibrate`, not for
+bench_transfer's regime (b) ``default`` arm, a plain TransferConfig() where ``pooled_from``
+applies. flip4 passed on 105-109, version 14 on seeds 0-4 put a PCA CI below 0, and the default
+went back to 8: docs/benchmarks.md#guard-estimates.)
 
 Each (setting, seed, K) is appended to scripts/results/<name>.jsonl as it finishes (resumable).
 Results: <name>.{jsonl,json,csv}.

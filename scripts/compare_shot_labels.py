@@ -1,0 +1,138 @@
+"""Why pooled retraining loses with few shots a group: the shots' rank labels.
+
+    python scripts/compare_shot_labels.py [--settings machines,bundled] [--match TEXT]
+                                          [--seeds 100,101,102,103,104] [--shots 2,4]
+                                          [--name compare_shot_labels] [--report-only]
+
+The default model learns each program's rank within its group as i / (n + 1)
+(gbxfer.model._ranker.group_ranks: the expected percentile of the i-th of n programs drawn).
+As a regression target for one program that is biased towards 1/2 when n is small: a program
+at percentile p of its task, drawn with one other, is the faster of the two with probability
+p, so its label averages 1/3 + p / 3; with n shots, (1 + (n - 1) p) / (n + 1). The share of
+the other shots it beats, (i - 1) / (n - 1), averages p itself. The shots then tell a
+retrained model that programs on the target differ 3x (K = 2) or 5/3x (K = 4) less than the
+source's labels say.
+
+Arms, for each shot draw of `scripts/bench_transfer.py` (the same settings, source model, test
+part and shots): the source model, pooled retraining as gbxfer's guard weighs it
+(``TransferConfig(guard=False).pooled()``), and the same with the labels of groups of at most
+16 records as (i - 1) / (n - 1) (every group of the bundled dataset has 47 or more valid
+programs, so on the CPU settings these are the shot groups alone). Paired differences to the
+source model, mean and 95% CI over draws. Exploratory (choice seeds 100-104 by default):
+nothing in gbxfer changes on it.
+
+Each (setting, seed, K) is appended to scripts/results/<name>.jsonl (resumable).
+Results: <name>.{jsonl,json,csv}.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import time
+
+import numpy as np
+from _bench import ci95
+from _results import add_draw_log_options, log_draw, logged_draws, print_table, write_results
+from bench_transfer import HOLDOUT, fingerprint, prepared, report, settings
+
+import gbxfer.model._ranker as ranker_module
+from gbxfer.model import load_model_config
+from gbxfer.transfer import TransferConfig, draw_shots, shots_rank, transfer
+
+SMALL = 16  # groups of at most this many records get the share-beaten label
+EXPECTED = ranker_module.group_ranks
+
+
+@contextlib.contextmanager
+def share_beaten_labels():
+    """Within the block, groups of at most SMALL records are labelled (i - 1) / (n - 1)."""
+    def patched(y, codes):
+        ranks, sizes = ranker_module._ranks(y, codes)
+        return np.where(sizes <= SMALL, (ranks - 1) / np.maximum(sizes - 1, 1),
+                        ranks / (sizes + 1))
+
+    ranker_module.group_ranks = patched
+    try:
+        yield
+    finally:
+        ranker_module.group_ranks = EXPECTED
+
+
+def draw(source, target, seed, k, shared, only) -> dict | None:
+    model, fm_target = shared["model"], shared["fm_target"]
+    features = {"source_features": shared["fm_source"], "target_features": fm_target}
+    shots = draw_shots(target, k, seed, HOLDOUT)
+    if not shots_rank(target.select(shots)):
+        return None
+    test = HOLDOUT.test_mask(target) & (True if only is None else only)
+    pooled = TransferConfig(guard=False).pooled()
+    arms = {"source": report(lambda X: model.predict(X, fm_target.columns), fm_target, test)}
+    adapted = transfer(model, source, target, shots, pooled, seed, HOLDOUT, **features)
+    arms["pooled"] = report(lambda X: adapted.predict(X, fm_target.columns), fm_target, test)
+    with share_beaten_labels():
+        adapted = transfer(model, source, target, shots, pooled, seed, HOLDOUT, **features)
+    arms["pooled, share beaten"] = report(lambda X: adapted.predict(X, fm_target.columns),
+                                          fm_target, test)
+    return {"arms": arms, "n_shots": len(shots)}
+
+
+def summarize(runs) -> list[dict]:
+    cells: dict = {}
+    for run in runs:
+        cells.setdefault((run["setting"], run["k"]), []).append(run)
+    rows = []
+    for (setting, k), draws in cells.items():
+        for arm in ("pooled", "pooled, share beaten"):
+            row = {"setting": setting, "k": k, "arm": arm, "draws": len(draws)}
+            for m in ("pca", "top1"):
+                mean, half = ci95([d["arms"][arm][m] - d["arms"]["source"][m] for d in draws])
+                row[f"d_{m}"], row[f"d_{m}_ci"] = round(mean, 4), round(half, 4)
+            rows.append(row)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--settings", default="machines,bundled",
+                        help="bench_transfer's settings (the GPU logs hold small groups)")
+    parser.add_argument("--match", default="", metavar="TEXT",
+                        help="only the settings whose name contains TEXT")
+    parser.add_argument("--seeds", default="100,101,102,103,104", help="shot draws")
+    parser.add_argument("--shots", default="2,4", help="K shots per task x profile")
+    add_draw_log_options(parser, "compare_shot_labels")
+    args = parser.parse_args()
+    config = load_model_config("default")
+    seeds = [int(s) for s in args.seeds.split(",")]
+    shots = [int(k) for k in args.shots.split(",")]
+    logged = logged_draws(args.name)
+    runs = []
+    for name, source, target, only, _ in settings(args.settings.split(",")):
+        if args.match not in name:
+            continue
+        data, shared = fingerprint(source, target, only), None
+        for seed in seeds:
+            for k in shots:
+                row = logged.get((name, seed, k, data))
+                if row is None and not args.report_only:
+                    shared = shared or prepared(source, target, config)
+                    start = time.perf_counter()
+                    result = draw(source, target, seed, k, shared, only)
+                    if result is None:
+                        continue
+                    row = {"setting": name, "seed": seed, "k": k, "data": data, **result,
+                           "seconds": time.perf_counter() - start}
+                    log_draw(args.name, row)
+                    a = row["arms"]
+                    print(f"{name} seed {seed} K={k}: PCA source {a['source']['pca']:.4f} "
+                          f"pooled {a['pooled']['pca']:.4f} share beaten "
+                          f"{a['pooled, share beaten']['pca']:.4f} ({row['seconds']:.0f} s)",
+                          flush=True)
+                if row is not None:
+                    runs.append(row)
+    rows = summarize(runs)
+    print_table(rows)
+    write_results(args.name, rows, seeds=seeds)
+
+
+if __name__ == "__main__":
+    main()
