@@ -16,10 +16,13 @@ source's labels say.
 Arms, for each shot draw of `scripts/bench_transfer.py` (the same settings, source model, test
 part and shots): the source model, pooled retraining as gbxfer's guard weighs it
 (``TransferConfig(guard=False).pooled()``), and the same with the labels of groups of at most
-16 records as (i - 1) / (n - 1) (every group of the bundled dataset has 47 or more valid
-programs, so on the CPU settings these are the shot groups alone). Paired differences to the
-source model, mean and 95% CI over draws. Exploratory (choice seeds 100-104 by default):
-nothing in gbxfer changes on it.
+16 records as (i - 1) / (n - 1) (``share beaten``; every group of the bundled dataset has 47 or
+more valid programs, so on the CPU settings these are the shot groups alone); with ``--more``
+(2026-12-07, after the first run had made the labels' spread worse, not better) also those
+labels halfway to 1/2 (``halfway``: 1/2 + (i / (n + 1) - 1/2) / 2) and the shots at a quarter
+of a source record's weight (``weight 0.25``). Paired differences to the source model, mean and
+95% CI over draws. Exploratory (choice seeds 100-104 by default): nothing in gbxfer changes on
+it.
 
 Each (setting, seed, K) is appended to scripts/results/<name>.jsonl (resumable).
 Results: <name>.{jsonl,json,csv}.
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import time
 
 import numpy as np
@@ -39,18 +43,29 @@ import gbxfer.model._ranker as ranker_module
 from gbxfer.model import load_model_config
 from gbxfer.transfer import TransferConfig, draw_shots, shots_rank, transfer
 
-SMALL = 16  # groups of at most this many records get the share-beaten label
+SMALL = 16  # groups of at most this many records get an arm's other label
 EXPECTED = ranker_module.group_ranks
 
 
+def share_beaten(ranks, sizes):
+    return (ranks - 1) / np.maximum(sizes - 1, 1)
+
+
+def halfway(ranks, sizes):
+    return 0.5 + (ranks / (sizes + 1) - 0.5) / 2
+
+
 @contextlib.contextmanager
-def share_beaten_labels():
-    """Within the block, groups of at most SMALL records are labelled (i - 1) / (n - 1)."""
+def small_group_labels(label):
+    """Within the block, groups of at most SMALL records are labelled ``label(ranks, sizes)``
+    (None: as always)."""
     def patched(y, codes):
         ranks, sizes = ranker_module._ranks(y, codes)
-        return np.where(sizes <= SMALL, (ranks - 1) / np.maximum(sizes - 1, 1),
-                        ranks / (sizes + 1))
+        return np.where(sizes <= SMALL, label(ranks, sizes), ranks / (sizes + 1))
 
+    if label is None:
+        yield
+        return
     ranker_module.group_ranks = patched
     try:
         yield
@@ -58,21 +73,24 @@ def share_beaten_labels():
         ranker_module.group_ranks = EXPECTED
 
 
-def draw(source, target, seed, k, shared, only) -> dict | None:
+POOLED = TransferConfig(guard=False).pooled()
+ARMS = {"pooled": (POOLED, None), "pooled, share beaten": (POOLED, share_beaten)}
+MORE = {"pooled, halfway": (POOLED, halfway),
+        "pooled, weight 0.25": (dataclasses.replace(POOLED, target_weight=0.25), None)}
+
+
+def draw(source, target, seed, k, shared, only, arms_run) -> dict | None:
     model, fm_target = shared["model"], shared["fm_target"]
     features = {"source_features": shared["fm_source"], "target_features": fm_target}
     shots = draw_shots(target, k, seed, HOLDOUT)
     if not shots_rank(target.select(shots)):
         return None
     test = HOLDOUT.test_mask(target) & (True if only is None else only)
-    pooled = TransferConfig(guard=False).pooled()
     arms = {"source": report(lambda X: model.predict(X, fm_target.columns), fm_target, test)}
-    adapted = transfer(model, source, target, shots, pooled, seed, HOLDOUT, **features)
-    arms["pooled"] = report(lambda X: adapted.predict(X, fm_target.columns), fm_target, test)
-    with share_beaten_labels():
-        adapted = transfer(model, source, target, shots, pooled, seed, HOLDOUT, **features)
-    arms["pooled, share beaten"] = report(lambda X: adapted.predict(X, fm_target.columns),
-                                          fm_target, test)
+    for name, (config, label) in arms_run.items():
+        with small_group_labels(label):
+            adapted = transfer(model, source, target, shots, config, seed, HOLDOUT, **features)
+        arms[name] = report(lambda X: adapted.predict(X, fm_target.columns), fm_target, test)
     return {"arms": arms, "n_shots": len(shots)}
 
 
@@ -82,7 +100,7 @@ def summarize(runs) -> list[dict]:
         cells.setdefault((run["setting"], run["k"]), []).append(run)
     rows = []
     for (setting, k), draws in cells.items():
-        for arm in ("pooled", "pooled, share beaten"):
+        for arm in [a for a in draws[0]["arms"] if a != "source"]:
             row = {"setting": setting, "k": k, "arm": arm, "draws": len(draws)}
             for m in ("pca", "top1"):
                 mean, half = ci95([d["arms"][arm][m] - d["arms"]["source"][m] for d in draws])
@@ -99,6 +117,8 @@ def main() -> None:
                         help="only the settings whose name contains TEXT")
     parser.add_argument("--seeds", default="100,101,102,103,104", help="shot draws")
     parser.add_argument("--shots", default="2,4", help="K shots per task x profile")
+    parser.add_argument("--more", action="store_true",
+                        help="also the halfway labels and the shots at weight 0.25")
     add_draw_log_options(parser, "compare_shot_labels")
     args = parser.parse_args()
     config = load_model_config("default")
@@ -116,17 +136,17 @@ def main() -> None:
                 if row is None and not args.report_only:
                     shared = shared or prepared(source, target, config)
                     start = time.perf_counter()
-                    result = draw(source, target, seed, k, shared, only)
+                    result = draw(source, target, seed, k, shared, only,
+                                  {**ARMS, **(MORE if args.more else {})})
                     if result is None:
                         continue
                     row = {"setting": name, "seed": seed, "k": k, "data": data, **result,
                            "seconds": time.perf_counter() - start}
                     log_draw(args.name, row)
                     a = row["arms"]
-                    print(f"{name} seed {seed} K={k}: PCA source {a['source']['pca']:.4f} "
-                          f"pooled {a['pooled']['pca']:.4f} share beaten "
-                          f"{a['pooled, share beaten']['pca']:.4f} ({row['seconds']:.0f} s)",
-                          flush=True)
+                    print(f"{name} seed {seed} K={k}: PCA " + ", ".join(
+                        f"{arm} {a[arm]['pca']:.4f}" for arm in a)
+                        + f" ({row['seconds']:.0f} s)", flush=True)
                 if row is not None:
                     runs.append(row)
     rows = summarize(runs)
