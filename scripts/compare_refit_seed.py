@@ -33,14 +33,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import time
 
 import numpy as np
 import sklearn.base
 from _bench import ci95
-from _results import (add_draw_log_options, log_draw, logged_draws, print_table,
-                      write_results)
-from bench_transfer import HOLDOUT, fingerprint, prepared, report, settings
+from _draws import each_draw
+from _results import add_draw_log_options, print_table, write_results
+from bench_transfer import HOLDOUT, report
 
 from gbxfer.model import load_model_config
 from gbxfer.training import train
@@ -115,30 +114,14 @@ def main() -> None:
     add_draw_log_options(parser, "compare_refit_seed")
     args = parser.parse_args()
     config = load_model_config("default")
-    logged = logged_draws(args.name)
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     shots = [0] + [int(k) for k in args.shots.split(",") if k]
-    rows = []
-    for name, source, target, only, _ in settings(args.settings.split(",")):
-        if args.match not in name:
-            continue
-        data, shared = fingerprint(source, target, only), None
-        for seed in seeds:
-            for k in shots:
-                row = logged.get((name, seed, k, data))
-                if row is None and not args.report_only:
-                    if shared is None:
-                        shared = {**prepared(source, target, config), "config": config}
-                    start = time.perf_counter()
-                    row = {"setting": name, "seed": seed, "k": k, "data": data,
-                           "arms": one(source, target, seed, k, shared, only)}
-                    row["seconds"] = round(time.perf_counter() - start, 1)
-                    log_draw(args.name, row)
-                    print(f"{name} seed {seed} K={k}: " + ", ".join(
-                        f"{a} {v['pca']:.4f}/{v['top1']:.3f}" for a, v in row["arms"].items())
-                          + f" ({row['seconds']:.0f} s)", flush=True)
-                if row is not None:
-                    rows.append(row)
+    rows = each_draw(args.name, args.settings.split(","), args.match, seeds, shots, config,
+                     lambda source, target, only, shared, seed, k: {"arms": one(
+                         source, target, seed, k, {**shared, "config": config}, only)},
+                     lambda row: ", ".join(f"{a} {v['pca']:.4f}/{v['top1']:.3f}"
+                                           for a, v in row["arms"].items()),
+                     args.report_only)
     cells, totals = summarize(rows)
     print_table(totals)
     write_results(args.name, totals, cells=cells, seeds=list(seeds))

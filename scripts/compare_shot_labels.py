@@ -32,12 +32,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import time
 
 import numpy as np
 from _bench import ci95
-from _results import add_draw_log_options, log_draw, logged_draws, print_table, write_results
-from bench_transfer import HOLDOUT, fingerprint, prepared, report, settings
+from _draws import each_draw
+from _results import add_draw_log_options, print_table, write_results
+from bench_transfer import HOLDOUT, report
 
 import gbxfer.model._ranker as ranker_module
 from gbxfer.model import load_model_config
@@ -124,31 +124,13 @@ def main() -> None:
     config = load_model_config("default")
     seeds = [int(s) for s in args.seeds.split(",")]
     shots = [int(k) for k in args.shots.split(",")]
-    logged = logged_draws(args.name)
-    runs = []
-    for name, source, target, only, _ in settings(args.settings.split(",")):
-        if args.match not in name:
-            continue
-        data, shared = fingerprint(source, target, only), None
-        for seed in seeds:
-            for k in shots:
-                row = logged.get((name, seed, k, data))
-                if row is None and not args.report_only:
-                    shared = shared or prepared(source, target, config)
-                    start = time.perf_counter()
-                    result = draw(source, target, seed, k, shared, only,
-                                  {**ARMS, **(MORE if args.more else {})})
-                    if result is None:
-                        continue
-                    row = {"setting": name, "seed": seed, "k": k, "data": data, **result,
-                           "seconds": time.perf_counter() - start}
-                    log_draw(args.name, row)
-                    a = row["arms"]
-                    print(f"{name} seed {seed} K={k}: PCA " + ", ".join(
-                        f"{arm} {a[arm]['pca']:.4f}" for arm in a)
-                        + f" ({row['seconds']:.0f} s)", flush=True)
-                if row is not None:
-                    runs.append(row)
+    arms = {**ARMS, **(MORE if args.more else {})}
+    runs = each_draw(args.name, args.settings.split(","), args.match, seeds, shots, config,
+                     lambda source, target, only, shared, seed, k: draw(
+                         source, target, seed, k, shared, only, arms),
+                     lambda row: "PCA " + ", ".join(f"{arm} {v['pca']:.4f}"
+                                                     for arm, v in row["arms"].items()),
+                     args.report_only)
     rows = summarize(runs)
     print_table(rows)
     write_results(args.name, rows, seeds=seeds)
