@@ -39,3 +39,10 @@ def each_draw(name: str, which, match: str, seeds, shots, config, compute, descr
                 if row is not None:
                     rows.append(row)
     return rows
+
+
+def add_setting_options(parser, default: str) -> None:
+    """``--settings`` (bench_transfer's, comma-separated) and ``--match``."""
+    parser.add_argument("--settings", default=default, help="bench_transfer's settings")
+    parser.add_argument("--match", default="", metavar="TEXT",
+                        help="only the settings whose name contains TEXT")

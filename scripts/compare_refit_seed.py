@@ -37,7 +37,7 @@ import dataclasses
 import numpy as np
 import sklearn.base
 from _bench import ci95
-from _draws import each_draw
+from _draws import add_setting_options, each_draw
 from _results import add_draw_log_options, print_table, write_results
 from bench_transfer import HOLDOUT, report
 
@@ -103,10 +103,7 @@ def summarize(rows) -> tuple[list[dict], list[dict]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--settings", default="machines,bundled,gpus",
-                        help="bench_transfer's settings")
-    parser.add_argument("--match", default="", metavar="TEXT",
-                        help="only the settings whose name contains TEXT")
+    add_setting_options(parser, "machines,bundled,gpus")
     parser.add_argument("--shots", default="8,16", help="K shots per task x profile")
     parser.add_argument("--first-seed", type=int, default=105,
                         help="shot draws first..first+seeds-1 (choices on 100-109, reports 0-4)")

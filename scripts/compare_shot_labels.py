@@ -1,4 +1,5 @@
-"""Why pooled retraining loses with few shots a group: the shots' rank labels.
+"""Does pooled retraining lose with few shots a group by the shots' rank labels? (Measured:
+no; docs/benchmarks.md#compare-shot-labels.)
 
     python scripts/compare_shot_labels.py [--settings machines,bundled] [--match TEXT]
                                           [--seeds 100,101,102,103,104] [--shots 2,4]
@@ -35,7 +36,7 @@ import dataclasses
 
 import numpy as np
 from _bench import ci95
-from _draws import each_draw
+from _draws import add_setting_options, each_draw
 from _results import add_draw_log_options, print_table, write_results
 from bench_transfer import HOLDOUT, report
 
@@ -111,10 +112,7 @@ def summarize(runs) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--settings", default="machines,bundled",
-                        help="bench_transfer's settings (the GPU logs hold small groups)")
-    parser.add_argument("--match", default="", metavar="TEXT",
-                        help="only the settings whose name contains TEXT")
+    add_setting_options(parser, "machines,bundled")  # (the GPU logs hold small groups)
     parser.add_argument("--seeds", default="100,101,102,103,104", help="shot draws")
     parser.add_argument("--shots", default="2,4", help="K shots per task x profile")
     parser.add_argument("--more", action="store_true",
