@@ -1,5 +1,4 @@
-"""Does pooled retraining lose with few shots a group by the shots' rank labels? (Measured:
-no; docs/benchmarks.md#compare-shot-labels.)
+"""Do the shots' rank labels make pooled retraining lose with few shots a group? (Measured: no.)
 
     python scripts/compare_shot_labels.py [--settings machines,bundled] [--match TEXT]
                                           [--seeds 100,101,102,103,104] [--shots 2,4]
