@@ -1,7 +1,7 @@
 """Do the shots' rank labels make pooled retraining lose with few shots a group? (Measured: no.)
 
     python scripts/compare_shot_labels.py [--settings machines,bundled] [--match TEXT]
-                                          [--seeds 100,101,102,103,104] [--shots 2,4]
+                                          [--seeds 100,101,102,103,104] [--shots 2,4] [--more]
                                           [--name compare_shot_labels] [--report-only]
 
 The default model learns each program's rank within its group as i / (n + 1)
@@ -10,15 +10,15 @@ As a regression target for one program that is biased towards 1/2 when n is smal
 at percentile p of its task, drawn with one other, is the faster of the two with probability
 p, so its label averages 1/3 + p / 3; with n shots, (1 + (n - 1) p) / (n + 1). The share of
 the other shots it beats, (i - 1) / (n - 1), averages p itself. The shots then tell a
-retrained model that programs on the target differ 3x (K = 2) or 5/3x (K = 4) less than the
-source's labels say.
+retrained model that programs on the target differ 3x (K = 2) or 5/3x (K = 4) less than their
+percentiles say.
 
 Arms, for each shot draw of `scripts/bench_transfer.py` (the same settings, source model, test
 part and shots): the source model, pooled retraining as gbxfer's guard weighs it
 (``TransferConfig(guard=False).pooled()``), and the same with the labels of groups of at most
 16 records as (i - 1) / (n - 1) (``share beaten``; every group of the bundled dataset has 47 or
 more valid programs, so on the CPU settings these are the shot groups alone); with ``--more``
-(2026-12-07, after the first run had made the labels' spread worse, not better) also those
+(2026-12-07, after the first run had found the wider labels scoring worse) also those
 labels halfway to 1/2 (``halfway``: 1/2 + (i / (n + 1) - 1/2) / 2) and the shots at a quarter
 of a source record's weight (``weight 0.25``). Paired differences to the source model, mean and
 95% CI over draws. Exploratory (choice seeds 100-104 by default): nothing in gbxfer changes on
