@@ -12,18 +12,21 @@ from bench_transfer import fingerprint, prepared, settings
 def each_draw(name: str, which, match: str, seeds, shots, config, compute, describe,
               report_only: bool = False) -> list[dict]:
     """Every (setting, seed, K) row of ``results/<name>.jsonl`` for the settings ``which``
-    whose name contains ``match``; a missing one (unless ``report_only``) is
+    whose name contains ``match`` (a regime (b) K, ``calN``, only where the setting runs
+    regime (b)); a missing one (unless ``report_only``) is
     ``compute(source, target, only, shared, seed, k)`` (a dict, or None: no draw there;
     ``shared`` is bench_transfer's ``prepared``, built once a setting), logged and printed with
     ``describe(row)``."""
     logged = logged_draws(name)
     rows = []
-    for setting, source, target, only, _ in settings(which):
+    for setting, source, target, only, calibration in settings(which):
         if match not in setting:
             continue
         data, shared = fingerprint(source, target, only), None
         for seed in seeds:
             for k in shots:
+                if isinstance(k, str) and not calibration:
+                    continue
                 row = logged.get((setting, seed, k, data))
                 if row is None and not report_only:
                     shared = shared or prepared(source, target, config)

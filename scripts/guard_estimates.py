@@ -87,14 +87,12 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import time
 
 import numpy as np
 from _bench import ci95
-from _results import (add_draw_log_options, log_draw, logged_draws, print_table,
-                      write_results)
-from bench_transfer import (CALIBRATION_HOLDOUT, HOLDOUT, calibration_shots, fingerprint,
-                            prepared, report, settings)
+from _draws import add_setting_options, each_draw
+from _results import add_draw_log_options, print_table, write_results
+from bench_transfer import CALIBRATION_HOLDOUT, HOLDOUT, calibration_shots, report
 
 from gbxfer.errors import GbxferError
 from gbxfer.model import load_model_config
@@ -141,7 +139,7 @@ def draw(source, target, seed, k, shared, only, repeats) -> dict | None:
         adapted = transfer(model, source, target, shots, config, seed, holdout, **features)
         tested[name] = report(lambda X: adapted.predict(X, fm_target.columns), fm_target, test)
     return {"within": within, "median_group": median, "cv": cv, "test": tested,
-            "n_shots": len(shots)}
+            "n_shots": len(shots), "repeats": repeats}
 
 
 def median_group(row) -> float:
@@ -249,9 +247,7 @@ def main() -> None:
     parser.add_argument("--shots", default="2,4,8,16", help="K shots per task x profile")
     parser.add_argument("--calibration", default="", metavar="N[,N...]",
                         help="regime (b) too, with N calibration programs (as bench_transfer)")
-    parser.add_argument("--settings", default="gpus", help="bench_transfer's settings")
-    parser.add_argument("--match", default="", metavar="TEXT",
-                        help="only the settings whose name contains TEXT")
+    add_setting_options(parser, "gpus")
     parser.add_argument("--repeats", type=int, default=3,
                         help="fold splits cross-validated per candidate")
     add_draw_log_options(parser, "guard_estimates")
@@ -260,33 +256,12 @@ def main() -> None:
     seeds = [int(s) for s in args.seeds.split(",")]
     shots = [int(k) for k in args.shots.split(",") if k] + [
         f"cal{int(n)}" for n in args.calibration.split(",") if n]
-    logged = logged_draws(args.name)
-    runs = []
-    for name, source, target, only, calibration in settings(args.settings.split(",")):
-        if args.match not in name:
-            continue
-        data = fingerprint(source, target, only)
-        shared = None
-        for seed in seeds:
-            for k in shots:
-                if isinstance(k, str) and not calibration:
-                    continue
-                row = logged.get((name, seed, k, data))
-                if row is None and not args.report_only:
-                    shared = shared or prepared(source, target, config)
-                    start = time.perf_counter()
-                    result = draw(source, target, seed, k, shared, only, args.repeats)
-                    if result is None:
-                        continue
-                    row = {"setting": name, "seed": seed, "k": k, "data": data, **result,
-                           "repeats": args.repeats, "seconds": time.perf_counter() - start}
-                    log_draw(args.name, row)
-                    t = row["test"]
-                    print(f"{name} seed {seed} K={k}: PCA source {t['source']['pca']:.3f} "
-                          f"config {t['config']['pca']:.3f} pooled {t['pooled']['pca']:.3f} "
-                          f"({row['seconds']:.0f} s)", flush=True)
-                if row is not None:
-                    runs.append(row)
+    runs = each_draw(args.name, args.settings.split(","), args.match, seeds, shots, config,
+                     lambda source, target, only, shared, seed, k: draw(
+                         source, target, seed, k, shared, only, args.repeats),
+                     lambda row: "PCA " + " ".join(f"{a} {row['test'][a]['pca']:.3f}"
+                                                   for a in ("source", "config", "pooled")),
+                     args.report_only)
     repeats = max([r["repeats"] for r in runs] or [args.repeats])
     cells, totals = summarize(runs, repeats)
     print_table(totals)
