@@ -25,7 +25,13 @@ evaluated on the whole test part; all training data is the reference. Variants:
 * ``random``: a uniform draw per group;
 * ``medoids+w`` / ``herding+w``: those picks, each trained with the weight of the share of its
   group's programs nearest to it (over the same points; a group's weights average 1), as a
-  weighted coreset stands for the whole group.
+  weighted coreset stands for the whole group;
+* ``balanced`` / ``sqrt``: ``medoids`` with the same total budget (what keeping the fraction of
+  every group keeps) spread over the groups in proportion to their size to the power 0 / 0.5
+  instead of 1, no group given more than it holds (:func:`group_budgets`): small groups kept
+  whole, the largest pruned harder. PCA is a mean over groups, and a group's ranking quality
+  grows with its programs' count, not their share (the learning curve), so the same records
+  may buy more PCA spread more evenly.
 
 Reported per variant and kept fraction: mean PCA (and ``pca_3``: over groups with at least 3
 test programs, which a single test pair cannot swing), the paired difference to all training
@@ -63,12 +69,19 @@ fraction of the rows) its own rule fails on seeds 100-104: below random at 50% (
 ``medoids`` is above it at 4 of 5 fractions (+0.0059 +- 0.0035 at 40%). So the coreset is
 ``gbxfer prune``'s default again since 2026-12-06 (later). The first run's results predate the
 ``d_pca_herding`` column (their herding differences come from the per-variant means).
+Rule written 2026-12-07 01:52, before any run of ``balanced`` or ``sqrt``: the allocation by
+size to a power becomes ``gbxfer prune``'s default (for every method, the budget the same) if on
+the A100 database, seeds 100-104, 10-50% kept, (a) its paired mean over ``medoids`` is above 0
+at four of the five fractions, (b) its mean over the fractions of that difference is above 0,
+and (c) on the Ansor x86 logs (seeds 100-104) that mean is >= -0.005; of the two, the one with
+the higher mean on the A100 database. If one passes, ``scripts/bench_pruning.py`` reports it on
+seeds 0-4 beside the proportional coreset of ``bench_pruning_a100_v6``; it stays the default
+only if its PCA at 40% kept is at least that run's coreset's (0.893), else it is undone.
 Results: scripts/results/NAME.{json,csv}.
 """
 from __future__ import annotations
 
 import argparse
-import math
 
 import numpy as np
 from _bench import ci95
@@ -83,11 +96,35 @@ from gbxfer.training import evaluate, train, training_part
 
 # variant: (groups kept whole up to this size, log-latency weight, fastest share of the budget,
 # selection within the rest)
-VARIANTS = {"medoids": (2, 1.0, 0.0, "coreset"), "whole8": (8, 1.0, 0.0, "coreset"),
+VARIANTS = {"medoids": (2, 1.0, 0.0, "coreset"), "balanced": (2, 1.0, 0.0, "coreset", 0.0),
+            "sqrt": (2, 1.0, 0.0, "coreset", 0.5), "whole8": (8, 1.0, 0.0, "coreset"),
             "latency2": (2, 2.0, 0.0, "coreset"), "latency0.5": (2, 0.5, 0.0, "coreset"),
             "fastest0.2": (2, 1.0, 0.2, "coreset"), "herding": (2, 1.0, 0.0, "herding"),
             "strata": (2, 1.0, 0.0, "strata"), "medoids+w": (2, 1.0, 0.0, "coreset"),
             "herding+w": (2, 1.0, 0.0, "herding")}  # +w: weighted (variant_select)
+# a fifth entry: the groups' budgets in proportion to their size to this power (1 if absent)
+
+
+def group_budgets(sizes, keep: float, power: float = 1.0, least: int = 2) -> np.ndarray:
+    """Programs to keep of each group: ``ceil(keep x n)`` and at least ``least`` (never more
+    than n); with ``power`` != 1 the same total spread in proportion to n ** power, each group
+    between min(n, ``least``) and n (the share found by bisection, rounded by the largest
+    remainders)."""
+    sizes = np.asarray(sizes, dtype=int)
+    floor = np.minimum(sizes, least)
+    k = np.maximum(floor, np.minimum(sizes, np.ceil(keep * sizes))).astype(int)
+    if power == 1.0:
+        return k
+    weight = sizes.astype(float) ** power
+    lo, hi = 0.0, float(sizes.max() / weight.min()) + 1.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if np.clip(mid * weight, floor, sizes).sum() < k.sum() else (lo, mid)
+    share = np.clip(hi * weight, floor, sizes)
+    out = np.floor(share).astype(int)
+    for i in np.argsort(-(share - out), kind="stable")[:max(0, k.sum() - out.sum())]:
+        out[i] += 1  # share < n here, so out stays <= n
+    return out
 
 
 def cell_weights(points: np.ndarray, chosen: np.ndarray) -> np.ndarray:
@@ -106,22 +143,24 @@ def strata(latency: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def variant_select(part, keep: float, seed: int, whole: int, latency_weight: float,
-                   fastest: float, how: str, weighted: bool = False
+                   fastest: float, how: str, power: float = 1.0, weighted: bool = False
                    ) -> tuple[np.ndarray, np.ndarray]:
     """Positions of the kept valid records and their training weights (1 unless ``weighted``:
-    :func:`cell_weights`): per group, ``fastest`` of the budget by latency, then ``how``'s
-    selection over points with the latency reweighted; each group's draws from a generator
-    seeded with (``seed``, the group's number)."""
+    :func:`cell_weights`): per group, its budget (:func:`group_budgets` with ``power``),
+    ``fastest`` of it by latency, then ``how``'s selection over points with the latency
+    reweighted; each group's draws from a generator seeded with (``seed``, the group's
+    number)."""
     valid = np.flatnonzero(part.records["valid"].to_numpy())
     X = build(part.select(valid), ["program"]).X.astype(float)
     records = part.records.iloc[valid]
     latency = records["latency"].to_numpy()
     kept, weights = [], []
-    groups = records.groupby(["task_key", "hardware"], sort=True).indices.values()
+    groups = list(records.groupby(["task_key", "hardware"], sort=True).indices.values())
+    budgets = group_budgets([len(rows) for rows in groups], keep, power)
     for number, rows in enumerate(groups):
         rng = np.random.default_rng([seed, number])
         n = len(rows)
-        k = n if n <= whole else min(n, max(2, math.ceil(keep * n)))
+        k = n if n <= whole else int(budgets[number])
         if k == n:
             kept.append(valid[rows])
             weights.append(np.ones(n))
