@@ -6,10 +6,13 @@
 
 Records (default): for each seed, a within-task split (test fraction 0.3); the training part
 pruned to each kept fraction by each method (coreset, `gbxfer prune`'s default; herding, the
-default for part of 2026-12-06; kcenter, random; the same seed), a model
-trained on it and evaluated on the whole test part; the full training part is the reference.
-Reported: mean PCA / top-1 / top-5 with 95% CIs, and the paired differences (same seed, same
-split) to random and to the full training part. Targets (issue 20): on the A100 database, <= 40%
+default for part of 2026-12-06; kcenter, random; the same seed), each with `gbxfer prune`'s
+default allocation (`balanced` since 2026-12-07: the records spread evenly over the groups), and
+the coreset and random with `proportional` (the fraction of every group, the only allocation
+before), a model trained on it and evaluated on the whole test part; the full training part is
+the reference. Reported: mean PCA / top-1 / top-5 with 95% CIs, and the paired differences (same
+seed, same split) to random (the same allocation), to the full training part and to the
+proportional coreset. Targets (issue 20): on the A100 database, <= 40%
 kept at <= 1 point mean PCA loss; the default selection's (the coreset's)
 paired mean above random at 10/20/30/50%, the CI excluding 0 at two or more (the summary gives
 both herding and coreset).
@@ -40,7 +43,8 @@ from gbxfer.pruning import prune, select_tasks
 from gbxfer.training import evaluate, train, training_part
 
 FRACTIONS = (0.1, 0.2, 0.3, 0.4, 0.5)
-METHODS = ("coreset", "herding", "kcenter", "random")
+METHODS = ("coreset", "herding", "kcenter", "random", "coreset-proportional",
+           "random-proportional")  # method[-allocation], gbxfer prune's default allocation
 TASK_COUNTS = (4, 8, 16)
 SOURCES = {"a100": SHARED / "bennu-metaschedule-a100-resnet34",
            "ansor-x86": SHARED / "bennu-ansor" / "cpu_x86",
@@ -65,7 +69,8 @@ def records_rows(dataset, config, seeds) -> tuple[list[dict], dict]:
         runs[("full", 1.0, seed)] = evaluate(train(part, config, split, seed=seed), dataset)
         for keep in FRACTIONS:
             for method in METHODS:
-                pruned = prune(part, keep, method, seed)
+                how, _, allocation = method.partition("-")
+                pruned = prune(part, keep, how, seed, allocation=allocation or "balanced")
                 runs[(method, keep, seed)] = evaluate(train(pruned, config, split, seed=seed),
                                                       dataset)
                 print(seed, method, keep, round(runs[(method, keep, seed)]["pca"], 4),
@@ -78,14 +83,19 @@ def records_rows(dataset, config, seeds) -> tuple[list[dict], dict]:
             row[metric], row[f"{metric}_ci"] = (round(v, 4) for v in
                                                 ci95([r[metric] for r in reps]))
         full = [runs[("full", 1.0, s)]["pca"] for s in seeds]
-        random = [runs[("random", keep, s)]["pca"] for s in seeds] if keep < 1 else full
+        random = "random-proportional" if method.endswith("-proportional") else "random"
+        random = [runs[(random, keep, s)]["pca"] for s in seeds] if keep < 1 else full
+        proportional = [runs[("coreset-proportional", keep, s)]["pca"] for s in seeds] \
+            if keep < 1 else full
         pca = [r["pca"] for r in reps]
         row["d_pca_full"], row["d_pca_full_ci"] = (round(v, 4) for v in paired(pca, full))
         row["d_pca_random"], row["d_pca_random_ci"] = (round(v, 4) for v in paired(pca, random))
+        row["d_pca_proportional"], row["d_pca_proportional_ci"] = (
+            round(v, 4) for v in paired(pca, proportional))
         row["n_test_groups"] = reps[0]["n_groups"]
         rows.append(row)
     summary = {}
-    for method in ("coreset", "herding"):
+    for method in ("coreset", "herding", "coreset-proportional"):
         own = [r for r in rows if r["method"] == method]
         summary[method] = {
             "smallest_keep_within_1_point": min((r["keep"] for r in own

@@ -9,7 +9,8 @@ training part pruned to each kept fraction by each variant, the default model tr
 evaluated on the whole test part; all training data is the reference. Variants:
 
 * ``coreset``: ``gbxfer prune``'s coreset as it is (k-means medoids over program features and
-  log latency, at least 2 programs per group);
+  log latency, at least 2 programs per group; its budgets ``balanced`` since 2026-12-07, the
+  fraction of every group before);
 * ``medoids``: the same, with each group's random draws from its own seeded generator, so that
   the variants below differ from it only where they differ (the reference they are paired to);
 * ``whole8``: groups of up to 8 programs kept whole;
@@ -22,7 +23,7 @@ evaluated on the whole test part; all training data is the reference. Variants:
   in its drawn order; the package's sorts the chunk first: the same picks on 20 of 20 random
   groups of 5-1,500 points);
 * ``strata``: the group sorted by latency in k equal strata, one program drawn from each;
-* ``random``: a uniform draw per group;
+* ``random``: a uniform draw per group (the fraction of every group, as ``medoids``);
 * ``medoids+w`` / ``herding+w``: those picks, each trained with the weight of the share of its
   group's programs nearest to it (over the same points; a group's weights average 1), as a
   weighted coreset stands for the whole group;
@@ -91,7 +92,7 @@ from bench_pruning import load
 from gbxfer import SplitSpec
 from gbxfer.features import build
 from gbxfer.model import load_model_config
-from gbxfer.pruning import COMPONENTS, coreset, group_points, herding, select
+from gbxfer.pruning import COMPONENTS, coreset, group_budgets, group_points, herding, select
 from gbxfer.training import evaluate, train, training_part
 
 # variant: (groups kept whole up to this size, log-latency weight, fastest share of the budget,
@@ -103,28 +104,6 @@ VARIANTS = {"medoids": (2, 1.0, 0.0, "coreset"), "balanced": (2, 1.0, 0.0, "core
             "strata": (2, 1.0, 0.0, "strata"), "medoids+w": (2, 1.0, 0.0, "coreset"),
             "herding+w": (2, 1.0, 0.0, "herding")}  # +w: weighted (variant_select)
 # a fifth entry: the groups' budgets in proportion to their size to this power (1 if absent)
-
-
-def group_budgets(sizes, keep: float, power: float = 1.0, least: int = 2) -> np.ndarray:
-    """Programs to keep of each group: ``ceil(keep x n)`` and at least ``least`` (never more
-    than n); with ``power`` != 1 the same total spread in proportion to n ** power, each group
-    between min(n, ``least``) and n (the share found by bisection, rounded by the largest
-    remainders)."""
-    sizes = np.asarray(sizes, dtype=int)
-    floor = np.minimum(sizes, least)
-    k = np.maximum(floor, np.minimum(sizes, np.ceil(keep * sizes))).astype(int)
-    if power == 1.0:
-        return k
-    weight = sizes.astype(float) ** power
-    lo, hi = 0.0, float(sizes.max() / weight.min()) + 1.0
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if np.clip(mid * weight, floor, sizes).sum() < k.sum() else (lo, mid)
-    share = np.clip(hi * weight, floor, sizes)
-    out = np.floor(share).astype(int)
-    for i in np.argsort(-(share - out), kind="stable")[:max(0, k.sum() - out.sum())]:
-        out[i] += 1  # share < n here, so out stays <= n
-    return out
 
 
 def cell_weights(points: np.ndarray, chosen: np.ndarray) -> np.ndarray:
@@ -217,7 +196,8 @@ def main() -> None:
                     kept, weight = variant_select(part, keep, seed, *VARIANTS[name],
                                                   weighted=name.endswith("+w"))
                 else:
-                    kept = select(part, keep, name, seed)
+                    kept = select(part, keep, name, seed, allocation="proportional"
+                                  if name == "random" else "balanced")
                 model = train(part.select(kept), config, split, seed=seed, sample_weight=weight)
                 report = evaluate(model, dataset)
                 runs.setdefault((name, keep), []).append(

@@ -6,8 +6,8 @@ import pytest
 
 from gbxfer import GbxferError
 from gbxfer.cli import main
-from gbxfer.pruning import (chunk_shares, herding, k_center_greedy, k_means_medoids, prune,
-                            select)
+from gbxfer.pruning import (chunk_shares, group_budgets, herding, k_center_greedy,
+                            k_means_medoids, prune, select)
 
 
 def test_k_center_greedy_picks_the_farthest_point_each_time():
@@ -53,14 +53,45 @@ def test_chunk_shares_add_up_and_never_exceed_their_chunk():
 @pytest.mark.parametrize("method", ["herding", "coreset", "kcenter", "random"])
 def test_keeps_the_fraction_of_every_group_deterministically(ansor_a100_dataset, method):
     ds = ansor_a100_dataset
-    kept = prune(ds, 0.25, method, seed=4)
+    kept = prune(ds, 0.25, method, seed=4, allocation="proportional")
     valid = ds.filter(valid=True)
     for (task, hw), g in valid.groups():
         n_kept = ((kept.records["task_key"] == task) & (kept.records["hardware"] == hw)).sum()
         assert n_kept == max(2, int(np.ceil(0.25 * len(g))))
-    again = prune(ds, 0.25, method, seed=4)
+    again = prune(ds, 0.25, method, seed=4, allocation="proportional")
     assert list(again.records["record_id"]) == list(kept.records["record_id"])
-    assert kept.records["valid"].all()
+    assert kept.records["valid"].all() and kept.manifest["pruned"]["allocation"] == "proportional"
+
+
+def test_balanced_budgets_keep_the_same_total_small_groups_whole():
+    sizes = [4, 42, 60, 150, 700, 2600]
+    proportional = group_budgets(sizes, 0.4)
+    assert list(proportional) == [2, 17, 24, 60, 280, 1040]
+    balanced = group_budgets(sizes, 0.4, power=0.0)
+    assert balanced.sum() == proportional.sum() == 1423
+    # water level c with 4 + 42 + 60 + 150 + 2c = 1423: c = 583.5, rounded one up, one down
+    assert list(balanced[:4]) == [4, 42, 60, 150] and sorted(balanced[4:]) == [583, 584]
+    sqrt = group_budgets(sizes, 0.4, power=0.5)
+    assert sqrt.sum() == 1423 and np.all(np.diff(sqrt) >= 0) and np.all(sqrt <= sizes)
+    assert list(group_budgets([1, 2, 3], 0.1, power=0.0)) == [1, 2, 2]  # at least 2 (or n)
+    assert group_budgets([], 0.5, power=0.0).size == 0
+
+
+@pytest.mark.parametrize("method", ["coreset", "random"])
+def test_balanced_allocation_keeps_about_the_fraction_of_all_records(ansor_a100_dataset, method):
+    ds = ansor_a100_dataset
+    kept = prune(ds, 0.25, method, seed=4)  # balanced, the default
+    valid = ds.filter(valid=True)
+    sizes = valid.records.groupby(["task_key", "hardware"]).size()
+    counts = kept.records.groupby(["task_key", "hardware"]).size().reindex(sizes.index)
+    budget = sum(max(2, int(np.ceil(0.25 * n))) for n in sizes)
+    assert counts.sum() == budget and (counts <= sizes).all()
+    # evenly spread (the sample's groups hold 7 to 116): the small one kept whole, the others
+    # within one program of each other, where keeping a quarter of each would keep 2 to 29
+    cut = counts[counts < sizes]
+    assert cut.max() - cut.min() <= 1 < len(cut) and (counts[counts == sizes] <= cut.max()).all()
+    assert (counts == sizes).any()
+    assert kept.manifest["pruned"]["allocation"] == "balanced"
 
 
 def test_kcenter_keeps_the_fastest_programs(ansor_a100_dataset):
@@ -81,6 +112,8 @@ def test_bad_arguments(ansor_a100_dataset):
         prune(ansor_a100_dataset, 0.5, "vibes")
     with pytest.raises(GbxferError, match="--keep"):
         prune(ansor_a100_dataset, 1.5)
+    with pytest.raises(GbxferError, match="unknown allocation"):
+        prune(ansor_a100_dataset, 0.5, allocation="even")
 
 
 def test_cli_prune(ansor_a100_dataset, tmp_path, capsys):
