@@ -1,4 +1,5 @@
-"""Pruning training sets: keep a fraction of each task x hardware group, chosen to represent it.
+"""Pruning training sets: keep a fraction of the records, spread over the task x hardware groups
+and chosen within each to represent it.
 
 Each group's programs are points: standardised program features (projected on their first 32
 principal components) and log latency, weighted as much as all features together.
@@ -26,8 +27,9 @@ the records that keeping the fraction of every group would keep evenly over the 
 given more than it holds: small groups are kept whole and the largest pruned harder. A group's
 ranking quality grows with its count of training programs, not their share, and the quality
 measured is a mean over groups: on the A100 database and the Ansor x86 logs, whose groups hold
-5 to 3,748 programs, the same records spread evenly rank 1.5-5 points of PCA better than the
-fraction of every group (scripts/compare_pruning.py). ``proportional`` keeps the fraction of
+5 to 3,748 programs, the same records spread evenly rank 1-6 points of PCA better than the
+fraction of every group, and leave the choice within a group little to add over a random draw
+(scripts/compare_pruning.py, scripts/bench_pruning.py). ``proportional`` keeps the fraction of
 every group.
 """
 from __future__ import annotations

@@ -139,9 +139,10 @@ def prune_speed(dataset, size: int, keep=0.4) -> list[dict]:
     """Seconds to prune ``size`` resampled records (program features included), per method."""
     records, distinct = speed_records(dataset, size=size)
     rows = []
-    for method in ("coreset", "herding", "random"):
+    for method in ("coreset", "herding", "random", "coreset-proportional"):
+        how, _, allocation = method.partition("-")
         start = time.perf_counter()
-        kept = prune(records, keep, method, seed=0)
+        kept = prune(records, keep, how, seed=0, allocation=allocation or "balanced")
         rows.append({"method": method, "records": len(records), "distinct_records": distinct,
                      "keep": keep, "kept": len(kept),
                      "seconds": round(time.perf_counter() - start, 1)})

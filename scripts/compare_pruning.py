@@ -34,6 +34,11 @@ evaluated on the whole test part; all training data is the reference. Variants:
   grows with its programs' count, not their share (the learning curve), so the same records
   may buy more PCA spread more evenly.
 
+``--group-weights`` adds two rows without pruning: all training data with each record weighted
+n ** -1 or n ** -0.5 for its group's n training programs (weights of mean 1): whether the
+``balanced`` budgets gain by evening out the groups' say in training rather than by what they
+keep (``keep`` 1.0 in the results, paired to all training data unweighted).
+
 Reported per variant and kept fraction: mean PCA (and ``pca_3``: over groups with at least 3
 test programs, which a single test pair cannot swing), the paired difference to all training
 data and to ``medoids`` (and to ``herding``, the default for part of 2026-12-06; ``+w``
@@ -78,6 +83,10 @@ and (c) on the Ansor x86 logs (seeds 100-104) that mean is >= -0.005; of the two
 the higher mean on the A100 database. If one passes, ``scripts/bench_pruning.py`` reports it on
 seeds 0-4 beside the proportional coreset of ``bench_pruning_a100_v6``; it stays the default
 only if its PCA at 40% kept is at least that run's coreset's (0.893), else it is undone.
+Outcome (``compare_pruning_{a100,ansor-x86}_alloc_choice``): both passed, ``balanced`` with the
+higher A100 mean (+0.024 against +0.020; Ansor x86 +0.042): the default since 2026-12-07. On
+seeds 0-4 (``bench_pruning_a100_v7``) the balanced coreset ranks at 0.906 at 40% kept (>= 0.893:
+it stays).
 Results: scripts/results/NAME.{json,csv}.
 """
 from __future__ import annotations
@@ -176,6 +185,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--variants", default=None,
                         help="only these variants (comma-separated; medoids always runs)")
+    parser.add_argument("--group-weights", action="store_true",
+                        help="also all training data with the groups weighted alike")
     parser.add_argument("--name", default=None)
     args = parser.parse_args()
     seeds = range(args.first_seed, args.first_seed + args.seeds)
@@ -189,6 +200,15 @@ def main() -> None:
         split = SplitSpec("within-task", 0.3, seed)
         part = training_part(dataset, split)
         full = evaluate(train(part, config, split, seed=seed), dataset)
+        if args.group_weights:
+            valid = part.records[part.records["valid"]]
+            n = valid.groupby(["task_key", "hardware"])["latency"].transform("size").to_numpy()
+            for power in (1.0, 0.5):
+                w = n.astype(float) ** -power
+                report = evaluate(train(part, config, split, seed=seed,
+                                        sample_weight=w / w.mean()), dataset)
+                runs.setdefault(f"all, groups weighted n^-{power}", []).append(
+                    (report["pca"], full["pca"]))
         for keep in fractions:
             for name in names:
                 weight = None
@@ -222,6 +242,12 @@ def main() -> None:
                     d, ci = ci95(r[:, 0] - np.array(runs[(other, keep)])[:, 0])
                     row[f"d_pca_{label}"], row[f"d_pca_{label}_ci"] = round(d, 4), round(ci, 4)
             rows.append(row)
+    for name, r in runs.items():
+        if isinstance(name, str):  # --group-weights
+            d, ci = ci95(np.array(r)[:, 0] - np.array(r)[:, 1])
+            rows.append({"variant": name, "keep": 1.0, "seeds": len(r),
+                         "pca": round(float(np.mean(np.array(r)[:, 0])), 4),
+                         "d_pca_full": round(d, 4), "d_pca_full_ci": round(ci, 4)})
     print_table(rows)
     write_results(args.name or f"compare_pruning_{args.dataset}", rows, dataset=args.dataset,
                   seeds=list(seeds), fractions=fractions)
