@@ -227,32 +227,43 @@ def select(dataset: Dataset, keep: float, method: str = "coreset", seed: int = 0
     return np.sort(np.concatenate(kept)) if kept else np.array([], dtype=int)
 
 
+TASK_METHODS = ("coreset", "herding", "random")
+
+
 def select_tasks(dataset: Dataset, n: int, method: str = "coreset", seed: int = 0) -> list[str]:
-    """``n`` of the dataset's tasks with valid records, as task keys (see :func:`task_coreset`;
-    ``random``: a uniform draw). Which tasks to train on first."""
-    if method not in ("coreset", "random"):
-        raise GbxferError(f"unknown task selection method {method!r}; methods: coreset, random")
+    """``n`` of the dataset's tasks with valid records, as task keys (:func:`task_coreset`;
+    ``herding``: kernel herding over the same workload points, which follows the tasks' density
+    over kinds and sizes; ``random``: a uniform draw). Which tasks to train on first."""
+    if method not in TASK_METHODS:
+        raise GbxferError(f"unknown task selection method {method!r}; methods: "
+                          f"{', '.join(TASK_METHODS)}")
     keys = sorted(dataset.records.loc[dataset.records["valid"], "task_key"].unique())
     if method == "random" or n >= len(keys):
         draw = np.random.default_rng(seed).choice(len(keys), min(n, len(keys)), replace=False)
         return [keys[i] for i in np.sort(draw)]
     tasks = dataset.tasks.drop_duplicates("task_key").set_index("task_key").loc[keys]
+    if method == "herding":
+        return [keys[i] for i in sorted(kernel_herding(task_points(tasks.reset_index()), n))]
     return task_coreset(tasks.reset_index(), n, seed)
 
 
-def task_coreset(tasks, n: int, seed: int = 0) -> list[str]:
-    """``n`` task keys of a tasks table (``task_key``, ``operator``, ``args``, ``flops``): the
-    k-means medoids of the tasks' standardised workload features (operator kind, shapes, FLOPs,
-    bytes), so that the tasks chosen spread over the kinds and sizes of work."""
-    keys = list(tasks["task_key"])
-    if n >= len(keys):
-        return keys
+def task_points(tasks) -> np.ndarray:
+    """A tasks table's (``task_key``, ``operator``, ``args``, ``flops``) standardised workload
+    features (operator kind, shapes, FLOPs, bytes), one row per task."""
     X, _ = workload_block(tasks[["task_key"]], tasks)
     X = X.astype(float)
     spread = np.nanstd(X, axis=0)
     keep = spread > 0
-    points = np.nan_to_num((X[:, keep] - np.nanmean(X[:, keep], axis=0)) / spread[keep])
-    return [keys[i] for i in k_means_medoids(points, n, seed)]
+    return np.nan_to_num((X[:, keep] - np.nanmean(X[:, keep], axis=0)) / spread[keep])
+
+
+def task_coreset(tasks, n: int, seed: int = 0) -> list[str]:
+    """``n`` task keys of a tasks table (:func:`task_points`): the k-means medoids of the tasks'
+    workload features, so that the tasks chosen spread over the kinds and sizes of work."""
+    keys = list(tasks["task_key"])
+    if n >= len(keys):
+        return keys
+    return [keys[i] for i in k_means_medoids(task_points(tasks), n, seed)]
 
 
 def prune(dataset: Dataset, keep: float, method: str = "coreset", seed: int = 0,
