@@ -142,3 +142,26 @@ def test_calibration_order_visits_every_task_in_turn_fastest_first():
     assert (first.set_index("task_key")["latency"] == fastest[first["task_key"]].values).all()
     assert np.array_equal(order, calibration_order(bundled, seed=0))
     assert not np.array_equal(order, calibration_order(bundled, seed=1))  # the task order
+
+
+def test_task_selection_herding_follows_the_kinds_density_coreset_spreads_over_them():
+    import collections
+
+    from gbxfer import load_dataset
+    from gbxfer.pruning import select_tasks
+
+    bundled = load_dataset("bundled")
+    kind = bundled.tasks.drop_duplicates("task_key").set_index("task_key")["operator"]
+    share = (kind == "conv2d").mean()  # about half of the suite's tasks
+    picks = {m: select_tasks(bundled, 16, m, seed=0) for m in ("herding", "coreset", "random")}
+    for keys in picks.values():
+        assert len(set(keys)) == 16 and set(keys) <= set(kind.index)
+    herding = collections.Counter(kind[picks["herding"]])
+    coreset = collections.Counter(kind[picks["coreset"]])
+    assert abs(herding["conv2d"] - 16 * share) <= 3 and len(herding) >= 5
+    assert coreset["conv2d"] < herding["conv2d"] and len(coreset) > len(herding)
+    assert select_tasks(bundled, 16, "herding", seed=5) == picks["herding"]  # no draws
+    assert select_tasks(bundled, 16, "random", seed=5) != picks["random"]
+    assert len(select_tasks(bundled, 10_000, "herding")) == len(kind)
+    with pytest.raises(GbxferError, match="unknown task selection method"):
+        select_tasks(bundled, 4, "vibes")
