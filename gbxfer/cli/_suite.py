@@ -6,7 +6,7 @@ import json
 import pandas as pd
 
 from ..config_files import find_config
-from ..pruning import task_coreset
+from ..pruning import TASK_METHODS, choose_tasks
 from ..records.suite import load_suite
 from ._common import format_table, positive_int
 
@@ -18,14 +18,18 @@ def add_parser(verbs, common):
     show = actions.add_parser(
         "show", parents=[common], help="list a suite's tasks",
         description="List a suite's tasks (name, operator, networks, weight, GFLOPs). "
-                    "--first N lists only N tasks that spread over the suite's kinds and sizes "
-                    "of work (k-means medoids of their workload features): the tasks to "
-                    "collect first. --names prints the names alone, comma-separated, as "
+                    "--first N lists only N tasks chosen over the suite's kinds and sizes of "
+                    "work (kernel herding over their workload features, which follows how "
+                    "common each kind is): the tasks to collect first. --names prints the names alone, comma-separated, as "
                     "`gbxfer collect --tasks` takes them.")
     show.add_argument("suite", metavar="SUITE", help="suite name (configs/workloads) or YAML path")
     show.add_argument("--network", help="only the tasks of this network")
     show.add_argument("--first", type=positive_int, metavar="N",
-                      help="only N tasks chosen to cover the suite (coreset)")
+                      help="only N tasks chosen to cover the suite (--method)")
+    show.add_argument("--method", choices=TASK_METHODS, default="herding",
+                      help="how --first chooses: herding (the default; follows how common "
+                           "each kind of work is), coreset (k-means medoids: spreads over the "
+                           "kinds) or random")
     show.add_argument("--seed", type=int, default=0, help="seed of the --first choice")
     output = show.add_mutually_exclusive_group()
     output.add_argument("--names", action="store_true", help="task names, comma-separated")
@@ -43,7 +47,7 @@ def run(args) -> int:
                               "operator": [t.op for t in tasks],
                               "args": [t.args for t in tasks],
                               "flops": [t.flops for t in tasks]})
-        chosen = set(task_coreset(table, args.first, args.seed))
+        chosen = set(choose_tasks(table, args.first, args.method, args.seed))
         tasks = [t for t in tasks if t.name in chosen]
     if args.names:
         print(",".join(t.name for t in tasks))
