@@ -38,6 +38,7 @@ import math
 import warnings
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from .records.dataset import Dataset
 from .errors import GbxferError
@@ -192,9 +193,10 @@ def group_budgets(sizes, keep: float, power: float = 1.0, least: int = 2) -> np.
 
 def select(dataset: Dataset, keep: float, method: str = "coreset", seed: int = 0,
            fast_share: float = 0.2, min_per_group: int = 2,
-           allocation: str = "balanced") -> np.ndarray:
+           allocation: str = "balanced", progress: bool = False) -> np.ndarray:
     """Positions (into ``dataset.records``) of the valid records to keep: about ``keep`` of
-    them, spread over the groups by ``allocation`` (:data:`ALLOCATIONS`)."""
+    them, spread over the groups by ``allocation`` (:data:`ALLOCATIONS`); ``progress``: a
+    progress bar over the records (on a terminal)."""
     if method not in METHODS:
         raise GbxferError(f"unknown pruning method {method!r}; methods: {', '.join(METHODS)}")
     if allocation not in ALLOCATIONS:
@@ -212,7 +214,10 @@ def select(dataset: Dataset, keep: float, method: str = "coreset", seed: int = 0
     groups = list(records.groupby(["task_key", "hardware"], sort=True).indices.values())
     budgets = group_budgets([len(rows) for rows in groups], keep, ALLOCATIONS[allocation],
                             min_per_group)
+    bar = tqdm(total=len(records), unit=" records", desc=f"prune ({method})",
+               disable=None if progress else True)
     for rows, k in zip(groups, budgets.tolist()):
+        bar.update(len(rows))
         n = len(rows)
         latency = latencies[rows]
         if method == "random" or k == n:
@@ -224,6 +229,7 @@ def select(dataset: Dataset, keep: float, method: str = "coreset", seed: int = 0
             fastest = list(np.argsort(latency, kind="stable")[:max(1, round(fast_share * k))])
             chosen = np.array(k_center_greedy(group_points(X[rows], latency), k, fastest))
         kept.append(valid[rows[chosen]])
+    bar.close()
     return np.sort(np.concatenate(kept)) if kept else np.array([], dtype=int)
 
 

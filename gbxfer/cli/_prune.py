@@ -35,7 +35,8 @@ def add_parser(verbs, common):
 
 def run(args) -> int:
     dataset = load_dataset_arg(args.dataset)
-    pruned = prune(dataset, args.keep, args.method, args.seed, allocation=args.allocation)
+    pruned = prune(dataset, args.keep, args.method, args.seed, allocation=args.allocation,
+                   progress=not args.quiet)
     pruned.manifest.setdefault("commands", []).append(command_stamp())
     pruned.save(args.out)
     log.info("kept %d of %d records (%s, %s, keep %.2f): %s", len(pruned), len(dataset),
