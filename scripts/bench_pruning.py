@@ -24,6 +24,9 @@ paired as above. Rule written 2026-12-07 02:23, before any run of task herding: 
 the coreset as ``select_tasks``' default and ``gbxfer suite --first``'s choice if on seeds
 100-104 (``--tasks --seeds 100,101,102,103,104``) its paired mean over random is above 0 at all
 three n and its mean over the three n is at least the coreset's + 0.005; reported on seeds 0-4.
+Outcome: passed (``bench_pruning_tasks_herding_choice``: +0.009 / +0.004 / +0.007 over random,
+the coreset -0.004 on average), the default since; seeds 0-4 (``bench_pruning_tasks_v3``):
++0.005 / +0.010 / +0.006.
 
 Speed: pruning a resampled dataset of --size records (bundled + the shared third-party data),
 program features included, per method; target 1,000,000 records in under 120 s on 2 cores.
