@@ -177,7 +177,8 @@ def group_budgets(sizes, keep: float, power: float = 1.0, least: int = 2) -> np.
     remainders)."""
     sizes = np.asarray(sizes, dtype=int)
     floor = np.minimum(sizes, least)
-    k = np.maximum(floor, np.minimum(sizes, np.ceil(keep * sizes))).astype(int)
+    # 1e-9: 0.3 x 10 is 3.0000000000000004 in floating point, and keeps 3, not 4
+    k = np.maximum(floor, np.minimum(sizes, np.ceil(keep * sizes - 1e-9))).astype(int)
     if power == 1.0 or not len(sizes):
         return k
     weight = sizes.astype(float) ** power
@@ -218,7 +219,6 @@ def select(dataset: Dataset, keep: float, method: str = "coreset", seed: int = 0
     bar = tqdm(total=len(records), unit=" records", desc=f"prune ({method})",
                disable=None if progress else True)
     for rows, k in zip(groups, budgets.tolist()):
-        bar.update(len(rows))
         n = len(rows)
         latency = latencies[rows]
         if method == "random" or k == n:
@@ -230,6 +230,7 @@ def select(dataset: Dataset, keep: float, method: str = "coreset", seed: int = 0
             fastest = list(np.argsort(latency, kind="stable")[:max(1, round(fast_share * k))])
             chosen = np.array(k_center_greedy(group_points(X[rows], latency), k, fastest))
         kept.append(valid[rows[chosen]])
+        bar.update(n)
     bar.close()
     return np.sort(np.concatenate(kept)) if kept else np.array([], dtype=int)
 
@@ -278,12 +279,13 @@ def task_points(tasks) -> np.ndarray:
 
 
 def prune(dataset: Dataset, keep: float, method: str = "coreset", seed: int = 0,
-          **kwargs) -> Dataset:
+          allocation: str = "balanced", **kwargs) -> Dataset:
     """A dataset with only the selected records (see :func:`select`)."""
-    pruned = dataset.select(select(dataset, keep, method, seed, **kwargs))
+    pruned = dataset.select(select(dataset, keep, method, seed, allocation=allocation,
+                                   **kwargs))
     pruned.manifest = {**dataset.manifest, "pruned": {
-        "keep": keep, "method": method, "allocation": kwargs.get("allocation", "balanced"),
-        "seed": seed, "from_records": len(dataset)}}
+        "keep": keep, "method": method, "allocation": allocation, "seed": seed,
+        "from_records": len(dataset)}}
     return pruned
 
 

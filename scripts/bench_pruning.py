@@ -213,7 +213,10 @@ def main() -> None:
         plot(rows, out, f"{name}, {args.config or 'default'} model, {len(seeds)} seeds")
     print_table(rows)
     print(summary)
+    sizes = dataset.records[dataset.records["valid"]].groupby(["task_key", "hardware"]).size()
     write_results(out, rows, dataset=name, config=args.config or "default",
+                  group_sizes={"groups": len(sizes), "min": int(sizes.min()),
+                               "median": float(sizes.median()), "max": int(sizes.max())},
                   model={"blocks": list(config.blocks), "params": dict(config.params)},
                   seeds=seeds, summary=summary)
 

@@ -1,4 +1,4 @@
-"""Pruning keeps a representative, deterministic fraction of each group."""
+"""Pruning keeps a representative, deterministic fraction of the records, spread over the groups."""
 from __future__ import annotations
 
 import numpy as np
@@ -74,6 +74,7 @@ def test_balanced_budgets_keep_the_same_total_small_groups_whole():
     sqrt = group_budgets(sizes, 0.4, power=0.5)
     assert sqrt.sum() == 1423 and np.all(np.diff(sqrt) >= 0) and np.all(sqrt <= sizes)
     assert list(group_budgets([1, 2, 3], 0.1, power=0.0)) == [1, 2, 2]  # at least 2 (or n)
+    assert list(group_budgets([10, 10], 0.3)) == [3, 3]  # 0.3 x 10 is 3.0000000000000004
     assert group_budgets([], 0.5, power=0.0).size == 0
 
 
@@ -124,6 +125,34 @@ def test_cli_prune(ansor_a100_dataset, tmp_path, capsys):
     import json
     info = json.loads(capsys.readouterr().out)
     assert info["n_records"] < len(ansor_a100_dataset) * 0.55
+    from gbxfer import load_dataset
+
+    for allocation in ("balanced", "proportional"):
+        assert main(["prune", str(tmp_path / "ds"), "--keep", "0.25", "--allocation",
+                     allocation, "--out", str(tmp_path / allocation), "-q"]) == 0
+        pruned = load_dataset(tmp_path / allocation)
+        assert pruned.manifest["pruned"]["allocation"] == allocation
+        counts = pruned.records.groupby(["task_key", "hardware"]).size()
+        # the sample's groups hold 7 to 116: balanced keeps the 7 whole, proportional 2 of them
+        assert counts.min() == (7 if allocation == "balanced" else 2)
+
+
+def test_group_points_project_as_the_leading_singular_vectors():
+    from gbxfer.pruning import group_points
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 60)) @ np.diag(np.linspace(3.0, 0.1, 60))  # distinct spreads
+    latency = rng.uniform(1e-3, 2e-3, 300)
+    points = group_points(X, latency, 8)
+    standard = (X - X.mean(0)) / X.std(0)
+    _, _, vt = np.linalg.svd(standard, full_matrices=False)
+    projected = standard @ vt[:8].T
+
+    def distances(p):
+        return ((p[:, None, :] - p[None, :, :]) ** 2).sum(-1)
+
+    assert points.shape == (300, 9)
+    assert np.allclose(distances(points[:, :8]), distances(projected), rtol=1e-8, atol=1e-8)
 
 
 def test_calibration_order_visits_every_task_in_turn_fastest_first():

@@ -154,6 +154,7 @@ def test_suite_show_lists_the_tasks_to_collect_first(capsys):
                  "coreset"]) == 0
     spread = capsys.readouterr().out.strip().split(",")
     assert len({suite[name].op for name in spread}) >= 8  # the medoids spread over the kinds
+    assert main(["suite", "show", "networks", "--method", "coreset"]) == 2  # needs --first
     assert main(["suite", "show", "networks", "--network", "llama2_7b_decode", "--json"]) == 0
     import json
     shown = json.loads(capsys.readouterr().out)["tasks"]

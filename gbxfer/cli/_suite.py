@@ -6,6 +6,7 @@ import json
 import pandas as pd
 
 from ..config_files import find_config
+from ..errors import GbxferError
 from ..pruning import TASK_METHODS, choose_tasks
 from ..records.suite import load_suite
 from ._common import format_table, positive_int
@@ -18,19 +19,21 @@ def add_parser(verbs, common):
     show = actions.add_parser(
         "show", parents=[common], help="list a suite's tasks",
         description="List a suite's tasks (name, operator, networks, weight, GFLOPs). "
-                    "--first N lists only N tasks chosen over the suite's kinds and sizes of "
-                    "work (kernel herding over their workload features, which follows how "
-                    "common each kind is): the tasks to collect first. --names prints the names alone, comma-separated, as "
-                    "`gbxfer collect --tasks` takes them.")
+                    "--first N lists only N tasks chosen over the suite's kinds and sizes "
+                    "of work (kernel herding over their workload features, which follows "
+                    "how common each kind is): the tasks to collect first. --names prints "
+                    "the names alone, comma-separated, as `gbxfer collect --tasks` takes "
+                    "them.")
     show.add_argument("suite", metavar="SUITE", help="suite name (configs/workloads) or YAML path")
     show.add_argument("--network", help="only the tasks of this network")
     show.add_argument("--first", type=positive_int, metavar="N",
                       help="only N tasks chosen to cover the suite (--method)")
     show.add_argument("--method", choices=TASK_METHODS, default="herding",
                       help="how --first chooses: herding (the default; follows how common "
-                           "each kind of work is), coreset (k-means medoids: spreads over the "
-                           "kinds) or random")
-    show.add_argument("--seed", type=int, default=0, help="seed of the --first choice")
+                           "each kind of work is; no draws), coreset (k-means medoids: "
+                           "spreads over the kinds) or random")
+    show.add_argument("--seed", type=int, default=0,
+                      help="seed of the --first choice (coreset and random)")
     output = show.add_mutually_exclusive_group()
     output.add_argument("--names", action="store_true", help="task names, comma-separated")
     output.add_argument("--json", action="store_true")
@@ -42,6 +45,8 @@ def run(args) -> int:
     if args.network:
         suite, _ = suite.network(args.network)
     tasks = list(suite.tasks)
+    if not args.first and (args.method != "herding" or args.seed):
+        raise GbxferError("--method and --seed choose the --first N tasks; add --first N")
     if args.first:
         table = pd.DataFrame({"task_key": [t.name for t in tasks],
                               "operator": [t.op for t in tasks],
