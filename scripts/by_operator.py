@@ -13,6 +13,10 @@ latency sums, so the slowest tasks decide it); ``top1_loss`` (the operator's sha
 the score loses to 1: of the weighted sum of (latency of the predicted best - best latency));
 ``flat_pairs`` (the median over its groups of the share of program pairs whose latencies are
 within 10% of each other: pairs that measurement noise, 7-15% between runs, leaves unordered).
+Also (2026-12-07): how concentrated the top-1 loss is (``loss_concentration``: the share of a
+seed's loss in its 5 and 20 costliest groups, mean over seeds) and the groups by octile of their
+best latency (``by_latency_octile``: groups, mean PCA, mean best / picked latency, share of
+the loss).
 Results: scripts/results/<name>.{json,csv,png}.
 """
 from __future__ import annotations
@@ -80,11 +84,34 @@ def main() -> None:
     out = [{"operator": op, **{k: (int(v) if k == "groups" else round(float(v), 4))
                                for k, v in row.items()}} for op, row in table.iterrows()]
     scores = {m: round(float(np.mean([o[m] for o in overall])), 4) for m in ("pca", "top1")}
+    concentration, octiles = loss_shape(g)
     print_table(out)
+    print_table(octiles)
+    print("share of each seed's top-1 loss in its costliest groups:", concentration)
     print(f"all groups, mean of the seeds' scores: PCA {scores['pca']}, top-1 {scores['top1']}")
     write_results(args.name, out, dataset=args.dataset, test_fraction=0.3, seeds=seeds,
-                  overall=scores)
+                  overall=scores, loss_concentration=concentration, by_latency_octile=octiles)
     plot(out, RESULTS / f"{args.name}.png")
+
+
+def loss_shape(g: pd.DataFrame) -> tuple[dict, list[dict]]:
+    """The share of each seed's top-1 loss in its 5 and 20 costliest groups (mean over seeds),
+    and per octile of the groups' best latency: groups, PCA, best / picked, share of the loss."""
+    shares = {k: [] for k in (5, 20)}
+    for _, s in g.groupby("seed"):
+        loss = np.sort(s["w_loss"].to_numpy())[::-1]
+        for k in shares:
+            shares[k].append(loss[:k].sum() / loss.sum())
+    concentration = {f"top_{k}_groups": round(float(np.mean(v)), 3) for k, v in shares.items()}
+    octile = pd.qcut(np.log(g["best"]), 8, labels=False)
+    rows = []
+    for i, o in g.groupby(octile):
+        rows.append({"octile": int(i) + 1, "best_ms_min": round(o["best"].min() * 1e3, 4),
+                     "best_ms_max": round(o["best"].max() * 1e3, 4), "groups": len(o),
+                     "pca": round(float(o["pca"].mean()), 4),
+                     "top1_group": round(float(o["q"].mean()), 4),
+                     "top1_loss": round(float(o["w_loss"].sum() / g["w_loss"].sum()), 4)})
+    return concentration, rows
 
 
 def plot(rows, path) -> None:
