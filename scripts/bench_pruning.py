@@ -68,6 +68,12 @@ def paired(a: list, b: list) -> tuple[float, float]:
     return ci95(np.asarray(a) - np.asarray(b))
 
 
+def prune_as(dataset, keep: float, method: str, seed: int):
+    """``gbxfer prune`` by a METHODS name: ``method[-allocation]`` (the default allocation)."""
+    how, _, allocation = method.partition("-")
+    return prune(dataset, keep, how, seed, allocation=allocation or "balanced")
+
+
 def records_rows(dataset, config, seeds) -> tuple[list[dict], dict]:
     runs = {}  # (method, keep, seed) -> report
     for seed in seeds:
@@ -76,8 +82,7 @@ def records_rows(dataset, config, seeds) -> tuple[list[dict], dict]:
         runs[("full", 1.0, seed)] = evaluate(train(part, config, split, seed=seed), dataset)
         for keep in FRACTIONS:
             for method in METHODS:
-                how, _, allocation = method.partition("-")
-                pruned = prune(part, keep, how, seed, allocation=allocation or "balanced")
+                pruned = prune_as(part, keep, method, seed)
                 runs[(method, keep, seed)] = evaluate(train(pruned, config, split, seed=seed),
                                                       dataset)
                 print(seed, method, keep, round(runs[(method, keep, seed)]["pca"], 4),
@@ -148,9 +153,8 @@ def prune_speed(dataset, size: int, keep=0.4) -> list[dict]:
     records, distinct = speed_records(dataset, size=size)
     rows = []
     for method in ("coreset", "herding", "random", "coreset-proportional"):
-        how, _, allocation = method.partition("-")
         start = time.perf_counter()
-        kept = prune(records, keep, how, seed=0, allocation=allocation or "balanced")
+        kept = prune_as(records, keep, method, seed=0)
         rows.append({"method": method, "records": len(records), "distinct_records": distinct,
                      "keep": keep, "kept": len(kept),
                      "seconds": round(time.perf_counter() - start, 1)})

@@ -196,6 +196,7 @@ def main() -> None:
     if args.variants:
         names = [n for n in names if n in {"medoids", *args.variants.split(",")}]
     runs = {}  # (variant, keep) -> per-seed (pca, pca_3) differences to all training data
+    weighted = {}  # --group-weights: name -> per-seed (pca, pca of all training data)
     for seed in seeds:
         split = SplitSpec("within-task", 0.3, seed)
         part = training_part(dataset, split)
@@ -207,7 +208,7 @@ def main() -> None:
                 w = n.astype(float) ** -power
                 report = evaluate(train(part, config, split, seed=seed,
                                         sample_weight=w / w.mean()), dataset)
-                runs.setdefault(f"all, groups weighted n^-{power}", []).append(
+                weighted.setdefault(f"all, groups weighted n^-{power}", []).append(
                     (report["pca"], full["pca"]))
         for keep in fractions:
             for name in names:
@@ -242,12 +243,12 @@ def main() -> None:
                     d, ci = ci95(r[:, 0] - np.array(runs[(other, keep)])[:, 0])
                     row[f"d_pca_{label}"], row[f"d_pca_{label}_ci"] = round(d, 4), round(ci, 4)
             rows.append(row)
-    for name, r in runs.items():
-        if isinstance(name, str):  # --group-weights
-            d, ci = ci95(np.array(r)[:, 0] - np.array(r)[:, 1])
-            rows.append({"variant": name, "keep": 1.0, "seeds": len(r),
-                         "pca": round(float(np.mean(np.array(r)[:, 0])), 4),
-                         "d_pca_full": round(d, 4), "d_pca_full_ci": round(ci, 4)})
+    for name, r in weighted.items():
+        r = np.array(r)
+        d, ci = ci95(r[:, 0] - r[:, 1])
+        rows.append({"variant": name, "keep": 1.0, "seeds": len(r),
+                     "pca": round(float(r[:, 0].mean()), 4),
+                     "d_pca_full": round(d, 4), "d_pca_full_ci": round(ci, 4)})
     print_table(rows)
     write_results(args.name or f"compare_pruning_{args.dataset}", rows, dataset=args.dataset,
                   seeds=list(seeds), fractions=fractions)
