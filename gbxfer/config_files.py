@@ -31,4 +31,7 @@ def find_config(kind: str, name_or_path: str) -> Path:
         if candidate.is_file():
             return candidate
     known = sorted({p.stem for d in config_dirs(kind) for p in d.glob("*.yaml")})
+    if path.exists():
+        raise GbxferError(f"{name_or_path}: not a {kind} config (a config is a NAME of "
+                          f"{', '.join(known) or 'none'}, or a FILE.yaml)")
     raise GbxferError(f"no {kind} config {name_or_path!r}; known: {', '.join(known) or 'none'}")

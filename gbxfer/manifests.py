@@ -123,6 +123,8 @@ def read_manifest(path: Path, format_name: str, versions, what: str) -> dict:
     schema version in ``versions``, with a ``files`` mapping."""
     path = Path(path)
     manifest_path = path / MANIFEST
+    if not path.exists():
+        raise GbxferError(f"{path}: no such {what} (no such file or folder)")
     if not manifest_path.is_file():
         raise GbxferError(f"{path}: not a gbxfer {what} (no {MANIFEST})")
     try:

@@ -139,10 +139,41 @@ def study_storage(url: str | None):
                 time.sleep(0.2 * (attempt + 1))
 
 
-def open_study(name: str, storage: str | None, seed: int) -> optuna.Study:
-    return optuna.create_study(study_name=name, storage=study_storage(storage),
-                               direction="maximize", load_if_exists=True,
-                               sampler=TrialSeededSampler(seed))
+def open_study(name: str, storage: str | None, seed: int,
+               objective: dict | None = None) -> optuna.Study:
+    """The study ``name``, created or continued. ``objective`` names what its trials score
+    (kind, metric, seed, digests of the data and model); a study of that name run on another
+    objective is an error, since its trials' values would not compare with this run's."""
+    study = optuna.create_study(study_name=name, storage=study_storage(storage),
+                                direction="maximize", load_if_exists=True,
+                                sampler=TrialSeededSampler(seed))
+    held = study.user_attrs.get("objective")
+    if objective is None:
+        return study
+    if held is None:  # a new study (or one of a version that did not record it)
+        study.set_user_attr("objective", objective)
+    elif held != objective:
+        differ = [f"{key} {held.get(key)!r} there, {value!r} here"
+                  for key, value in objective.items() if held.get(key) != value]
+        raise GbxferError(f"study {name!r} in this storage scores another objective "
+                          f"({'; '.join(differ)}): continue it with the arguments that "
+                          "created it, or choose another --study-name")
+    return study
+
+
+def digest(*parts) -> str:
+    """A short SHA-256 of datasets' records (ids and latencies), arrays and plain values."""
+    import hashlib
+
+    import pandas as pd
+
+    h = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, Dataset):
+            part = pd.util.hash_pandas_object(part.records[["record_id", "latency"]],
+                                              index=False).to_numpy()
+        h.update(part.tobytes() if isinstance(part, np.ndarray) else repr(part).encode())
+    return h.hexdigest()[:16]
 
 
 def _run(study: optuna.Study, objective, n_trials: int) -> optuna.Study:
@@ -231,7 +262,10 @@ def study_model(dataset: Dataset, config: ModelConfig, n_trials: int, name: str,
             trial.set_user_attr(key, float(np.mean([r[key] for r in reports])))
         return float(np.mean(scores))
 
-    return _run(open_study(name, storage, seed), objective, n_trials)
+    what = {"kind": "model", "metric": metric, "seed": seed, "folds": folds,
+            "data": digest(part), "config": digest(list(config.blocks),
+                                                   sorted(config.params.items()))}
+    return _run(open_study(name, storage, seed, what), objective, n_trials)
 
 
 def study_transfer(model, source: Dataset, target: Dataset, shots, n_trials: int, name: str,
@@ -257,7 +291,11 @@ def study_transfer(model, source: Dataset, target: Dataset, shots, n_trials: int
         trial.set_user_attr("by_group", by_group)
         return float(np.mean([r[metric] for r in reports]))
 
-    study = open_study(name, storage, seed)
+    what = {"kind": "transfer", "metric": metric, "seed": seed,
+            "data": digest(source, target, shots),
+            "model": digest(sorted(model.train_record_ids), model.hardware, model.columns,
+                            sorted(model.ranker.get_params().items()))}
+    study = open_study(name, storage, seed, what)
     if "source_only" not in study.user_attrs:
         study.set_user_attr("source_only", validate(TransferConfig(extra_rounds=0))[1])
     if not study.trials:

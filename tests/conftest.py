@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from gbxfer.cli import main
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("GBXFER_SHARED_DATA", REPO.parent / "shared" / "data"))
 SAMPLES = REPO / "tests" / "data"  # cut from SHARED by scripts/vendor_test_data.py
@@ -89,3 +91,53 @@ def load_script(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+# the command-line tests' data: two profiles of the bundled dataset, a small part of it
+PROFILE, OTHER = "x86-avx2-1t", "x86-avx-1t"  # two profiles of the bundled dataset
+
+
+def parse_error(argv: list[str], capsys) -> str:
+    """The one error line of an argparse rejection of ``argv``."""
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    errors = [line for line in err.splitlines() if "error:" in line]
+    assert len(errors) == 1 and err.rstrip().endswith(errors[0]), err
+    return errors[0]
+
+
+def run_error(argv: list[str], capsys) -> str:
+    """The one line ``gbxfer VERB: error: ...`` of a run of ``argv`` that fails."""
+    assert main([*argv, "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"gbxfer {argv[0]}: error: ")
+    return err.strip()
+
+
+@pytest.fixture(scope="session")
+def small(tmp_path_factory) -> Path:
+    """5% of the bundled dataset (drawn at random; not to be written into)."""
+    path = tmp_path_factory.mktemp("data") / "small"
+    assert main(["prune", "bundled", "--keep", "0.05", "--method", "random", "--out", str(path),
+                 "-q"]) == 0
+    return path
+
+
+@pytest.fixture(scope="session")
+def model(small, tmp_path_factory) -> Path:
+    """A model trained on one profile, PROFILE."""
+    path = tmp_path_factory.mktemp("model") / "m"
+    assert main(["train", str(small), "--target", PROFILE, "--out", str(path), "-q"]) == 0
+    return path
+
+
+@pytest.fixture(scope="session")
+def a_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("files") / "a-file"
+    path.write_text("not a folder\n")
+    return path

@@ -30,8 +30,12 @@ def test_console_script_runs_without_traceback_on_missing_dataset(tmp_path):
     result = subprocess.run([sys.executable, "-m", "gbxfer", "info", str(tmp_path / "nope")],
                             capture_output=True, text=True)
     assert result.returncode == 2
-    assert "not a gbxfer dataset" in result.stderr
+    assert "no such dataset" in result.stderr
     assert "Traceback" not in result.stderr
+    (tmp_path / "empty").mkdir()
+    result = subprocess.run([sys.executable, "-m", "gbxfer", "info", str(tmp_path / "empty")],
+                            capture_output=True, text=True)
+    assert result.returncode == 2 and "not a gbxfer dataset" in result.stderr
 
 
 def test_ingest_then_info_json(example_db, tmp_path, capsys):

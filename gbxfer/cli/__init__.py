@@ -41,7 +41,8 @@ def main(argv=None) -> int:
     try:
         return int(args.run(args) or 0)
     except GbxferError as error:
-        print(f"gbxfer {args.verb}: error: {error}", file=sys.stderr)
+        text = " ".join(str(error).split())  # one line, even where a parser's message is not
+        print(f"gbxfer {args.verb}: error: {text}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"gbxfer {args.verb}: interrupted", file=sys.stderr)

@@ -11,7 +11,9 @@ from pathlib import Path
 
 from .._version import __version__
 from ..errors import GbxferError
+from ..manifests import MANIFEST
 from ..records.dataset import BUNDLED, Dataset, load_dataset
+from ..splits import SplitSpec
 
 
 def existing_path(text: str) -> Path:
@@ -131,13 +133,37 @@ def output_folder(text: str) -> Path:
 
 
 def output_file(text: str) -> Path:
-    """A file to write: not an existing folder; missing parent folders are created, as for
+    """A file to write: not an existing folder, nor inside a gbxfer model or dataset folder
+    (whose files its manifest names and checks); missing parent folders are created, as for
     output folders."""
     path = input_path(text)
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: is a folder; expected a file name")
+    if (path.parent / MANIFEST).is_file():
+        raise argparse.ArgumentTypeError(f"{text}: {path.parent} is a gbxfer folder (it has a "
+                                         f"{MANIFEST}); write the file elsewhere")
     _check_parents(path, text)
     return path
+
+
+def model_path(text: str) -> Path:
+    """A MODEL argument: a model folder, or ``pretrained`` for the model gbxfer ships (unless
+    a folder of that name is here)."""
+    from ..model import PRETRAINED
+
+    path = input_path(text)
+    return PRETRAINED if text == "pretrained" and not path.exists() else path
+
+
+def holdout_split(args, default_fraction: float) -> SplitSpec | None:
+    """``--holdout`` sized by ``--test-fraction`` (``default_fraction`` when not given) and
+    seeded by ``--seed``; ``--test-fraction`` without ``--holdout`` is an error, not ignored."""
+    if args.holdout is None:
+        if args.test_fraction is not None:
+            raise GbxferError("--test-fraction sizes the --holdout split: give --holdout too")
+        return None
+    fraction = default_fraction if args.test_fraction is None else args.test_fraction
+    return SplitSpec.parse(args.holdout, fraction, args.seed)
 
 
 def load_dataset_arg(text: str) -> Dataset:

@@ -28,7 +28,7 @@ def add_parser(verbs, common):
                    help="compute and store per-store features in DATASET (a folder)")
     p.add_argument("--blocks", type=block_list, default="program,workload,hardware",
                    help=f"comma-separated blocks for --out, of: {', '.join(BLOCKS)}")
-    p.add_argument("--out", type=output_file, metavar="FILE.parquet|FILE.csv",
+    p.add_argument("--out", type=matrix_file, metavar="FILE.parquet|FILE.csv",
                    help="write the feature matrix here (missing parent folders are created)")
     p.add_argument("--jobs", type=positive_int, default=1, metavar="N",
                    help="processes computing the program features for --out, each given "
@@ -40,10 +40,18 @@ def block_list(text: str) -> list[str]:
     """``--blocks``: one or more comma-separated feature block names."""
     blocks = [b.strip() for b in text.split(",") if b.strip()]
     unknown = [b for b in blocks if b not in BLOCKS]
-    if not blocks or unknown:
+    if not blocks or unknown or len(set(blocks)) < len(blocks):
         raise argparse.ArgumentTypeError(f"expected comma-separated blocks of "
-                                         f"{', '.join(BLOCKS)}, got {text!r}")
+                                         f"{', '.join(BLOCKS)}, each once, got {text!r}")
     return blocks
+
+
+def matrix_file(text: str) -> Path:
+    """``--out``: a .parquet or .csv file to write."""
+    path = output_file(text)
+    if path.suffix not in (".parquet", ".csv"):
+        raise argparse.ArgumentTypeError(f"{text}: expected a name ending in .parquet or .csv")
+    return path
 
 
 def run(args) -> int:

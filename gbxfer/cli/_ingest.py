@@ -25,7 +25,8 @@ def add_parser(verbs, common):
                    help="dataset folder to write")
     p.add_argument("--hardware", type=hardware_option, metavar="NAME[:FAMILY]",
                    help="hardware profile of every record read (default: derived from each "
-                        "record's target, e.g. cuda-sm_80, llvm-znver4-2c)")
+                        "record's target, e.g. cuda-sm_80, llvm-znver4-2c; a gbxfer dataset "
+                        "keeps its own)")
     p.add_argument("--machine", type=machine_option, metavar="MACHINE",
                    help="the physical machine of every record read: CPU model and "
                         "microarchitecture, e.g. 'AMD EPYC (zen3)' (what `gbxfer hardware "

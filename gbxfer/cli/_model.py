@@ -10,10 +10,10 @@ from ..errors import GbxferError
 from ..manifests import write_file
 from ..model import load_model_config, load_models, save_models
 from ..model._saved import member_folder
-from ..splits import SplitSpec
 from ..training import evaluate, evaluation_mask, evaluation_report, score, train
-from ._common import (command_stamp, format_table, fraction, input_path, load_dataset_arg,
-                      output_file, output_folder, positive_int, require_hardware)
+from ._common import (command_stamp, format_table, fraction, holdout_split, input_path,
+                      load_dataset_arg, model_path, non_negative_int, output_file, output_folder,
+                      positive_int, require_hardware)
 
 log = logging.getLogger("gbxfer")
 
@@ -28,17 +28,22 @@ def add_parser(verbs, common):
                     "are stored in the model, so that `gbxfer evaluate` scores only the rest.")
     p.add_argument("dataset", type=input_path, metavar="DATASET",
                    help="dataset folder, or 'bundled'")
-    p.add_argument("--target", default="all", metavar="PROFILE|all")
-    p.add_argument("--per-target", action="store_true")
-    p.add_argument("--out", required=True, type=output_folder, metavar="MODEL")
+    p.add_argument("--target", metavar="PROFILE|all",
+                   help="train on this hardware profile's records only (default: all, one "
+                        "joint model over every profile)")
+    p.add_argument("--per-target", action="store_true",
+                   help="one model per hardware profile, in one model folder")
+    p.add_argument("--out", required=True, type=output_folder, metavar="MODEL",
+                   help="the model folder to write")
     p.add_argument("--config", help="model config (configs/model/NAME.yaml or a path)")
     p.add_argument("--holdout", metavar="SPLIT",
                    help="within-task | by-task | by-network | by-hardware:FAMILY | "
                         "by-machine:MACHINE (every profile of one machine; `gbxfer info` "
                         "lists them)")
-    p.add_argument("--test-fraction", type=fraction, default=0.2, metavar="F",
+    p.add_argument("--test-fraction", type=fraction, metavar="F",
                    help="0 < F < 1: expected test share of --holdout (default: 0.2)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=non_negative_int, default=0,
+                   help="seed of the split and the booster's sampling (default: 0)")
     p.add_argument("--dask", metavar="local[:N]|ADDRESS",
                    help="train with xgboost.dask on a Dask cluster: a local one of N worker "
                         "processes (default 2), or a scheduler's address; each worker reads "
@@ -50,7 +55,8 @@ def add_parser(verbs, common):
         description="Score a model on the records it did not train on (and, when it carries a "
                     "split, only on that split's test part of DATASET): PCA, top-1, top-5, "
                     "a-peak@5 and the random baseline, overall, per hardware and per task.")
-    p.add_argument("model", type=input_path, metavar="MODEL")
+    p.add_argument("model", type=model_path, metavar="MODEL",
+                   help="model folder, or 'pretrained' (shipped)")
     p.add_argument("dataset", type=input_path, metavar="DATASET")
     p.add_argument("--hardware", metavar="NAME", help="only this hardware profile")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -59,7 +65,8 @@ def add_parser(verbs, common):
     p = verbs.add_parser("predict", parents=[common], help="score records with a model",
                          description="Write program_id, hardware, score (higher = faster) for "
                                      "every valid record of DATASET to a CSV file.")
-    p.add_argument("model", type=input_path, metavar="MODEL")
+    p.add_argument("model", type=model_path, metavar="MODEL",
+                   help="model folder, or 'pretrained' (shipped)")
     p.add_argument("dataset", type=input_path, metavar="DATASET")
     p.add_argument("--out", required=True, type=output_file, metavar="FILE.csv",
                    help="the CSV file to write (missing parent folders are created)")
@@ -76,8 +83,10 @@ def add_parser(verbs, common):
 
 
 def run_train(args) -> int:
+    if args.per_target and args.target is not None:
+        raise GbxferError("--per-target trains a model for every profile: drop --target")
     config = load_model_config(args.config)
-    split = SplitSpec.parse(args.holdout, args.test_fraction, args.seed) if args.holdout else None
+    split = holdout_split(args, 0.2)
     stamp = command_stamp()
     if args.dask:
         return _train_on_dask(args, config, split, stamp)
@@ -90,7 +99,7 @@ def run_train(args) -> int:
             log.info("%s: trained on %d records", hw, len(models[hw].train_record_ids))
         save_models(args.out, models)
     else:
-        target = None if args.target == "all" else args.target
+        target = None if args.target in (None, "all") else args.target
         model = train(dataset, config, split, target=target, seed=args.seed)
         model.extra["command"] = stamp
         model.save(args.out)
@@ -104,7 +113,7 @@ def _train_on_dask(args, config, split, stamp) -> int:
     from ..distributed import close_client, dask_client, train_on_dask
     from ..records.dataset import BUNDLED
 
-    if args.per_target or args.target != "all":
+    if args.per_target or args.target not in (None, "all"):
         raise GbxferError("--dask trains one joint model (no --per-target or --target)")
     path = BUNDLED if str(args.dataset) == "bundled" and not args.dataset.exists() else \
         args.dataset
@@ -155,17 +164,17 @@ METRICS = ["pca", "top1", "top5", "apeak5", "random_top1", "random_top5", "n_gro
            "n_records"]
 
 
-def check_seen_hardware(models: dict, dataset, chosen: str | None) -> None:
+def check_seen_hardware(models: dict, dataset, chosen: str | None, strict: bool = True) -> None:
     """A joint model scored on a dataset with none of its hardware profiles measures a
     transfer without adaptation, not the model: an error unless asked for by ``--hardware``
-    (a zero-shot measurement on purpose), then a warning."""
+    (a zero-shot measurement on purpose) or not ``strict`` (predict), then a warning."""
     model = models.get(None)
     evaluated = dataset.hardware if chosen is None else [chosen]
     if model is None or not model.hardware or set(model.hardware) & set(evaluated):
         return
     detail = (f"the model was trained on {', '.join(model.hardware)} and the data holds "
               f"{', '.join(evaluated) or '-'}")
-    if chosen is None:
+    if chosen is None and strict:
         raise GbxferError(f"{detail}: to score it there without adaptation (zero-shot), "
                           "name the profile with --hardware")
     log.warning("%s: these scores measure a transfer without adaptation (zero-shot)", detail)
@@ -204,8 +213,10 @@ def run_predict(args) -> int:
     import pandas as pd
 
     dataset = load_dataset_arg(args.dataset).filter(valid=True)
+    models = load_models(args.model)
+    check_seen_hardware(models, dataset, None, strict=False)
     frames = []
-    for hw, model in load_models(args.model).items():
+    for hw, model in models.items():
         part = dataset if hw is None else dataset.filter(hardware=hw)
         if len(part) == 0:
             continue

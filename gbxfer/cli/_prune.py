@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
+from ..errors import GbxferError
 from ..pruning import ALLOCATIONS, METHODS, prune
 from ._common import command_stamp, input_path, keep_fraction, load_dataset_arg, output_folder
 
@@ -34,11 +36,16 @@ def add_parser(verbs, common):
 
 
 def run(args) -> int:
+    if args.out.exists() and Path(args.dataset).exists() and args.out.resolve() == Path(
+            args.dataset).resolve():
+        raise GbxferError(f"--out {args.out} is DATASET itself: pruning in place would lose "
+                          "the records it drops; write the pruned dataset elsewhere")
     dataset = load_dataset_arg(args.dataset)
     pruned = prune(dataset, args.keep, args.method, args.seed, allocation=args.allocation,
                    progress=not args.quiet)
     pruned.manifest.setdefault("commands", []).append(command_stamp())
     pruned.save(args.out)
-    log.info("kept %d of %d records (%s, %s, keep %.2f): %s", len(pruned), len(dataset),
-             args.method, args.allocation, args.keep, args.out)
+    log.info("kept %d of %d valid records (%s, %s, keep %g): %s", len(pruned),
+             int(dataset.records["valid"].sum()), args.method, args.allocation, args.keep,
+             args.out)
     return 0

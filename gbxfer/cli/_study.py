@@ -11,9 +11,8 @@ import yaml
 from ..errors import GbxferError
 from ..manifests import write_file
 from ..model import SavedModel, load_model_config
-from ..splits import SplitSpec
-from ._common import (SHOTS_HELP, fraction, input_path, load_dataset_arg, output_file,
-                      positive_int, require_hardware, shots_option)
+from ._common import (SHOTS_HELP, fraction, holdout_split, input_path, load_dataset_arg,
+                      model_path, output_file, positive_int, require_hardware, shots_option)
 
 log = logging.getLogger("gbxfer")
 # the databases Optuna supports, as SQLAlchemy URLs BACKEND[+DRIVER]://...
@@ -86,13 +85,14 @@ def add_parser(verbs, common):
                    help="model: the training data; transfer: the target data")
     p.add_argument("--dashboard", action="store_true",
                    help="print the optuna-dashboard command for --storage, and stop")
-    p.add_argument("--model", type=input_path, help="transfer: the source model")
+    p.add_argument("--model", type=model_path,
+                   help="transfer: the source model folder, or 'pretrained' (shipped)")
     p.add_argument("--shots", type=shots_option, default=8, metavar="K|FRACTION",
                    help=f"transfer: {SHOTS_HELP} (default: 8)")
     p.add_argument("--hardware", help="transfer: the target profile (default: the profiles "
                                       "the model did not train on)")
     p.add_argument("--holdout", metavar="SPLIT")
-    p.add_argument("--test-fraction", type=fraction, default=0.2, metavar="F",
+    p.add_argument("--test-fraction", type=fraction, metavar="F",
                    help="0 < F < 1: expected test share of --holdout (default: 0.2)")
     p.add_argument("--config", help="base model config")
     p.add_argument("--trials", type=positive_int, default=20,
@@ -128,8 +128,7 @@ def run(args) -> int:
         raise GbxferError("a transfer study needs --model (the source model)")
     data = load_dataset_arg(args.dataset)
     base = load_model_config(args.config)
-    split = SplitSpec.parse(args.holdout, args.test_fraction, args.seed) if args.holdout \
-        else None
+    split = holdout_split(args, 0.2)
     check_storage(args.storage)
     if args.kind == "model":
         args.metric = args.metric or "top1"

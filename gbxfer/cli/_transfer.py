@@ -6,10 +6,10 @@ import logging
 
 from ..errors import GbxferError
 from ..model import SavedModel, load_model_config
-from ..splits import SplitSpec
 from ..transfer import TransferConfig, draw_shots, shots_rank, transfer
-from ._common import (SHOTS_HELP, command_stamp, fraction, input_path, load_dataset_arg,
-                      non_negative_int, output_folder, require_hardware, shots_option)
+from ._common import (SHOTS_HELP, command_stamp, fraction, holdout_split, input_path,
+                      load_dataset_arg, model_path, non_negative_int, output_folder,
+                      require_hardware, shots_option)
 
 log = logging.getLogger("gbxfer")
 
@@ -24,9 +24,13 @@ def add_parser(verbs, common):
                     "kept only if it wins beyond one standard error (else MODEL2 is MODEL, the "
                     "shots recorded). With --holdout the shots come only from the training "
                     "part, and `gbxfer evaluate MODEL2 TARGET_DATASET` scores only what the "
-                    "transfer did not see.")
-    p.add_argument("model", type=input_path, metavar="MODEL")
-    p.add_argument("--target-data", required=True, type=input_path, metavar="DATASET")
+                    "transfer did not see; without it MODEL2 keeps MODEL's split, so that "
+                    "both are scored on the same part (the shots left out).")
+    p.add_argument("model", type=model_path, metavar="MODEL",
+                   help="the source model folder, or 'pretrained' (shipped)")
+    p.add_argument("--target-data", required=True, type=input_path, metavar="DATASET",
+                   help="the target's measurements (the shots are drawn from them), or "
+                        "'bundled'")
     p.add_argument("--source-data", type=input_path, metavar="DATASET",
                    help="the source records (default: those of the model's hardware in the "
                         "target dataset, as in the bundled one)")
@@ -36,7 +40,7 @@ def add_parser(verbs, common):
     p.add_argument("--shots", required=True, type=shots_option, metavar="K|FRACTION",
                    help=SHOTS_HELP)
     p.add_argument("--holdout", metavar="SPLIT", help="e.g. within-task")
-    p.add_argument("--test-fraction", type=fraction, default=0.5, metavar="F",
+    p.add_argument("--test-fraction", type=fraction, metavar="F",
                    help="0 < F < 1: expected test share of --holdout (default: 0.5)")
     p.add_argument("--config", help="model config whose 'transfer' section sets the "
                                     "hyper-parameters (e.g. one exported by gbxfer study)")
@@ -51,7 +55,8 @@ def add_parser(verbs, common):
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the shot draw, the split, the study and the added trees' "
                         "sampling (a retraining samples as the source model did; default: 0)")
-    p.add_argument("--out", required=True, type=output_folder, metavar="MODEL2")
+    p.add_argument("--out", required=True, type=output_folder, metavar="MODEL2",
+                   help="the model folder to write")
     p.set_defaults(run=run)
 
 
@@ -67,8 +72,7 @@ def run(args) -> int:
     if len(target) == 0:
         raise GbxferError("no target records: every profile of --target-data was in the "
                           "model's training data (choose one with --hardware)")
-    holdout = SplitSpec.parse(args.holdout, args.test_fraction, args.seed) if args.holdout \
-        else None
+    holdout = holdout_split(args, 0.5)
     config = TransferConfig.from_dict(load_model_config(args.config).transfer
                                       if args.config else None)
     if args.other_tasks:

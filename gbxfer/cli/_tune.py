@@ -72,8 +72,9 @@ def add_parser(verbs, common):
     p.add_argument("--hardware", required=True, metavar="PROFILE",
                    help="hardware profile name (configs/hardware) or YAML path")
     p.add_argument("--cost-model", choices=("gbxfer", "xgb", "random"), default="gbxfer")
-    p.add_argument("--model", default="pretrained", metavar="MODEL",
-                   help="gbxfer model folder, 'pretrained' (shipped) or 'none' (cold start)")
+    p.add_argument("--model", metavar="MODEL",
+                   help="with --cost-model gbxfer: a gbxfer model folder, 'pretrained' (the "
+                        "default: shipped) or 'none' (cold start)")
     p.add_argument("--online", choices=MODES, default=DEFAULT_MODE,
                    help="how the run's measurements update the gbxfer model: blend (the model "
                         "refined on them, blended with a model of them alone by which ranked "
@@ -191,6 +192,9 @@ def run(args) -> int:
     if args.parallel_within is not None and not network_source:
         raise GbxferError("--parallel-within chooses the programs a --relax or --onnx network "
                           "is built with")
+    if args.model is not None and args.cost_model != "gbxfer":
+        raise GbxferError(f"--model is gbxfer's cost model's; --cost-model {args.cost_model} "
+                          "takes none")
     profile = load_profile(args.hardware)
     # TVM reads it when its thread pool starts: the network's timings use the profile's threads
     os.environ["TVM_NUM_THREADS"] = str(profile.threads)
@@ -238,7 +242,7 @@ def run(args) -> int:
     if args.cost_model == "gbxfer":
         from ..tvm import GbxferCostModel
 
-        model = None if args.model == "none" else args.model
+        model = {None: "pretrained", "none": None}.get(args.model, args.model)
         if model is None and args.online in ("refine", "prior"):
             raise GbxferError(f"--online {args.online} needs a model (not --model none)")
         cost_model = GbxferCostModel(model=model, hardware=profile.name, online=args.online,

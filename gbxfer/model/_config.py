@@ -41,8 +41,9 @@ class ModelConfig:
         where = f"{self.source}: " if self.source else ""
         blocks = self.blocks
         if isinstance(blocks, str) or not isinstance(blocks, (list, tuple)) or not blocks or any(
-                b not in BLOCKS for b in blocks):
-            raise GbxferError(f"{where}'blocks' must be a list drawn from {', '.join(BLOCKS)}")
+                b not in BLOCKS for b in blocks) or len(set(blocks)) < len(blocks):
+            raise GbxferError(f"{where}'blocks' must be a list drawn from {', '.join(BLOCKS)}, "
+                              "each once")
         object.__setattr__(self, "blocks", tuple(blocks))
         for name in ("params", "attention", "transfer"):
             if not isinstance(getattr(self, name), Mapping):
@@ -53,8 +54,8 @@ class ModelConfig:
         if bad:
             raise GbxferError(f"{where}unknown parameter {bad[0]!r}; parameters: "
                               f"{', '.join(sorted(allowed))}")
-        try:  # a count or a fraction of the training rows
-            GBCostRanker(**self.params).min_child_count(1)  # the names are checked above
+        try:  # the values of the numeric parameters (the names are checked above)
+            GBCostRanker(**self.params).check_params()
         except ValueError as exc:
             raise GbxferError(f"{where}{exc}") from None
         if self.params.get("label", LABELS[0]) not in LABELS:

@@ -16,6 +16,17 @@ OBJECTIVES = {
 
 
 LABELS = ("throughput", "rank", "rank+throughput")
+# numeric estimator parameters: (a whole number, the test, the domain in words)
+PARAM_DOMAINS = {
+    "n_estimators": (True, lambda v: v >= 1, "an integer >= 1"),
+    "learning_rate": (False, lambda v: v > 0, "a number > 0"),
+    "num_leaves": (True, lambda v: v >= 2, "an integer >= 2"),
+    "max_depth": (True, lambda v: v == -1 or v >= 1, "-1 (no limit) or an integer >= 1"),
+    "subsample": (False, lambda v: 0 < v <= 1, "a fraction in (0, 1]"),
+    "colsample_bytree": (False, lambda v: 0 < v <= 1, "a fraction in (0, 1]"),
+    "reg_lambda": (False, lambda v: v >= 0, "a number >= 0"),
+    "relevance_levels": (True, lambda v: v >= 2, "an integer >= 2"),
+}
 
 
 def relevance_grades(y, levels: int) -> np.ndarray:
@@ -159,6 +170,7 @@ class GBCostRanker(BaseEstimator):
         per-row group ids, optional per-row weights; ``init_model`` continues boosting from a
         booster of the same backend (transfer)."""
         objective = self._objective()
+        self.check_params()
         X, y = validate_data(self, X, y, ensure_all_finite="allow-nan",
                              dtype=(np.float32, np.float64), y_numeric=True)  # no float64 copy
         if not np.all(np.isfinite(y)):
@@ -205,6 +217,18 @@ class GBCostRanker(BaseEstimator):
                            group=None if objective == "regression" else sizes,
                            params={"verbosity": -1}, free_raw_data=True)
         return lgb.train(params, data, num_boost_round=self.n_estimators, init_model=init_model)
+
+    def check_params(self) -> None:
+        """Raise ValueError naming the first numeric parameter outside its domain (what the
+        backends would reject, or misread, only once fitting)."""
+        for name, (whole, ok, domain) in PARAM_DOMAINS.items():
+            value = getattr(self, name)
+            number = isinstance(value, (int, float, np.number)) and not isinstance(
+                value, (bool, np.bool_)) and math.isfinite(value)
+            if not number or (whole and not float(value).is_integer()) or not ok(value):
+                raise ValueError(f"{name} must be {domain}, got {value!r}")
+        self.min_child_count(1)
+        self._objective()
 
     def min_child_count(self, n_rows: int) -> int:
         """The programs a leaf needs at least when ``n_rows`` rows train: ``min_child_samples``

@@ -86,12 +86,50 @@ class TransferConfig:
             raise GbxferError(f"unknown transfer setting {unknown[0]!r}; settings: "
                               f"{', '.join(f.name for f in dataclasses.fields(cls))}")
         config = cls(**d)
+        for field in dataclasses.fields(cls):
+            value = getattr(config, field.name)
+            if not _in_domain(field.default, value, field.name):
+                raise GbxferError(f"transfer setting {field.name!r} must be "
+                                  f"{_domain(field.default, field.name)}, got {value!r}")
+        config = dataclasses.replace(config, **{  # 60.0 in a YAML file: 60 trees
+            f.name: int(getattr(config, f.name)) for f in dataclasses.fields(cls)
+            if type(f.default) is int})
         if config.mode not in MODES:
             raise GbxferError(f"unknown transfer mode {config.mode!r}; modes: {', '.join(MODES)}")
         if config.fallback not in FALLBACKS:
             raise GbxferError(f"unknown transfer fallback {config.fallback!r}; fallbacks: "
                               f"{', '.join(FALLBACKS)}")
         return config
+
+
+# transfer settings whose numeric domain is narrower than "a number >= 0"
+_POSITIVE = ("target_weight", "learning_rate")
+
+
+def _domain(default, name: str) -> str:
+    if isinstance(default, bool):
+        return "true or false"
+    if isinstance(default, str):
+        return "a name"
+    if name == "num_leaves":
+        return "0 (as in the source model) or an integer >= 2"
+    if name == "source_fraction":
+        return "a fraction in [0, 1]"
+    return ("an integer >= 0" if isinstance(default, int) else
+            "a number > 0" if name in _POSITIVE else "a number >= 0")
+
+
+def _in_domain(default, value, name: str) -> bool:
+    """Whether ``value`` fits the domain of a setting whose default is ``default``."""
+    if isinstance(default, (bool, str)):
+        return type(value) is type(default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(
+            value) or value < 0:
+        return False
+    if isinstance(default, int) and not float(value).is_integer():
+        return False
+    return not ((name in _POSITIVE and value == 0) or (name == "num_leaves" and value == 1)
+                or (name == "source_fraction" and value > 1))
 
 
 def draw_shots(target: Dataset, shots, seed: int = 0,
@@ -262,10 +300,12 @@ def _kept(model: SavedModel, shots: Dataset, config: TransferConfig, seed: int,
 def _adapted(model: SavedModel, ranker, partner, shots: Dataset, config: TransferConfig,
              seed: int, holdout: SplitSpec | None, guard: dict | None = None) -> SavedModel:
     """The transferred model: ``ranker`` and ``partner`` (or None) with the source's columns,
-    and the shots and the split in its metadata (so that evaluation leaves them out)."""
+    and the shots and the split in its metadata (so that evaluation leaves them out): the
+    ``holdout`` the shots were drawn outside of, else the source model's own split, so that
+    the transferred model is scored on the part the source model is scored on."""
     ids = list(model.train_record_ids) + shots.records["record_id"].tolist()
     return SavedModel(ranker, model.columns, sorted(set(model.hardware) | set(shots.hardware)),
-                      holdout.to_dict() if holdout else None, ids,
+                      holdout.to_dict() if holdout else model.split, ids,
                       {"transfer": {**dataclasses.asdict(config), "seed": seed,
                                     "n_shots": len(shots),
                                     "shot_record_ids": shots.records["record_id"].tolist(),

@@ -1,0 +1,141 @@
+"""Options that would be ignored, files gbxfer owns, and a study or a transfer continued on
+other terms: each a one-line error (or kept consistent), never a silent surprise."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+from conftest import PROFILE, parse_error, run_error
+
+from gbxfer.cli import main
+from gbxfer.cli._common import model_path
+from gbxfer.errors import GbxferError
+from gbxfer.model import PRETRAINED, ModelConfig, SavedModel, load_model_config
+from gbxfer.transfer import TransferConfig
+
+
+@pytest.mark.parametrize("argv", [
+    ["train", "{small}", "--out", "{tmp}/m", "--test-fraction", "0.3"],
+    ["transfer", "{model}", "--target-data", "{small}", "--shots", "2", "--test-fraction",
+     "0.3", "--out", "{tmp}/t"],
+    ["study", "model", "{small}", "--test-fraction", "0.3", "--trials", "1", "--storage",
+     "sqlite:///{tmp}/s.db"],
+], ids=lambda argv: argv[0])
+def test_test_fraction_without_holdout_is_refused(argv, model, small, tmp_path, capsys):
+    argv = [a.format(model=model, small=small, tmp=tmp_path) for a in argv]
+    line = run_error(argv, capsys)
+    assert "--test-fraction" in line and "--holdout" in line
+    assert not any(tmp_path.iterdir())
+
+
+def test_target_with_per_target_is_refused(small, tmp_path, capsys):
+    line = run_error(["train", str(small), "--target", PROFILE, "--per-target", "--out",
+                      str(tmp_path / "m")], capsys)
+    assert "--per-target" in line and "--target" in line
+
+
+@pytest.mark.parametrize("name", ["manifest.json", "scores.csv"])
+def test_a_file_inside_a_gbxfer_folder_is_refused(model, small, name, capsys):
+    before = (model / "manifest.json").read_bytes()
+    line = parse_error(["predict", str(model), str(small), "--out", str(model / name)], capsys)
+    assert "gbxfer folder" in line
+    assert (model / "manifest.json").read_bytes() == before
+    line = parse_error(["features", str(small), "--out", str(small / "f.csv")], capsys)
+    assert "gbxfer folder" in line
+
+
+def test_features_file_of_another_kind_and_repeated_blocks_are_refused(capsys):
+    assert ".parquet or .csv" in parse_error(["features", "DATA", "--out", "f.txt"], capsys)
+    assert "each once" in parse_error(["features", "DATA", "--out", "f.csv", "--blocks",
+                                       "program,program"], capsys)
+
+
+def test_prune_into_its_own_input_is_refused(small, capsys):
+    line = run_error(["prune", str(small), "--keep", "0.5", "--out", str(small)], capsys)
+    assert "DATASET itself" in line
+
+
+def test_tune_model_with_another_cost_model_is_refused(capsys):
+    line = run_error(["tune", "--suite", "networks", "--hardware", PROFILE, "--trials", "2",
+                      "--out", "OUT", "--cost-model", "xgb", "--model", "m"], capsys)
+    assert "--model" in line and "xgb" in line
+
+
+def test_pretrained_names_the_shipped_model(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert model_path("pretrained") == PRETRAINED
+    assert SavedModel.load(model_path("pretrained")).columns
+    (tmp_path / "pretrained").mkdir()  # a folder of that name here wins, as for 'bundled'
+    assert model_path("pretrained") == Path("pretrained")
+
+
+@pytest.mark.parametrize("params, word", [
+    ({"n_estimators": -5}, "n_estimators"), ({"num_leaves": "abc"}, "num_leaves"),
+    ({"learning_rate": 0}, "learning_rate"), ({"subsample": 1.5}, "subsample"),
+    ({"n_estimators": 2.5}, "n_estimators"), ({"reg_lambda": float("nan")}, "reg_lambda")])
+def test_model_parameters_outside_their_domain_are_refused(params, word):
+    with pytest.raises(GbxferError, match=word):
+        ModelConfig(params=params)
+    assert ModelConfig(params={"n_estimators": 5, "subsample": 1.0}).params
+
+
+def test_repeated_blocks_in_a_config_are_refused():
+    with pytest.raises(GbxferError, match="each once"):
+        ModelConfig(blocks=["program", "program"])
+
+
+@pytest.mark.parametrize("setting", [
+    {"extra_rounds": -3}, {"learning_rate": 0}, {"target_weight": "x"}, {"guard": "yes"},
+    {"source_fraction": 2}, {"num_leaves": 1}, {"pooled_from": 1.5}])
+def test_transfer_settings_outside_their_domain_are_refused(setting):
+    with pytest.raises(GbxferError, match=next(iter(setting))):
+        TransferConfig.from_dict(setting)
+    assert TransferConfig.from_dict({"extra_rounds": 2.0}).extra_rounds == 2  # YAML's 2.0
+
+
+def test_a_config_path_that_is_no_config_says_so(a_file):
+    with pytest.raises(GbxferError, match="not a model config"):
+        load_model_config(str(a_file))
+
+
+def test_transfer_without_holdout_keeps_the_source_split(small, tmp_path):
+    assert main(["train", str(small), "--target", PROFILE, "--holdout", "by-task",
+                 "--test-fraction", "0.3", "--out", str(tmp_path / "m"), "-q"]) == 0
+    assert main(["transfer", str(tmp_path / "m"), "--target-data", str(small), "--hardware",
+                 "x86-avx-1t", "--shots", "4", "--out", str(tmp_path / "t"), "-q"]) == 0
+    source, moved = SavedModel.load(tmp_path / "m"), SavedModel.load(tmp_path / "t")
+    assert source.split["kind"] == "by-task" and moved.split == source.split
+
+
+def test_a_study_continued_on_another_objective_is_refused(small, tmp_path, capsys):
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    common = ["study", "model", str(small), "--storage", storage, "--trials", "1",
+              "--holdout", "by-task", "--test-fraction", "0.3"]
+    assert main([*common, "-q"]) == 0
+    assert main([*common, "-q"]) == 0  # the same objective continues
+    line = run_error([*common, "--metric", "pca"], capsys)
+    assert "another objective" in line and "metric 'top1' there, 'pca' here" in line
+
+
+def test_model_path_rejects_an_empty_name():
+    with pytest.raises(argparse.ArgumentTypeError):
+        model_path("")
+
+
+def test_predict_on_hardware_the_model_never_saw_warns(model, small, tmp_path, capsys):
+    from gbxfer.records.dataset import load_dataset
+
+    other = tmp_path / "other"
+    data = load_dataset(small)
+    data.filter(hardware=[h for h in data.hardware if h != PROFILE]).save(other)
+    assert main(["predict", str(model), str(other), "--out", str(tmp_path / "s.csv")]) == 0
+    assert "zero-shot" in capsys.readouterr().err
+
+
+def test_a_config_that_is_no_yaml_is_one_error_line(small, tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("params: {n_estimators: 5\nblocks: [\n")
+    line = run_error(["train", str(small), "--config", str(bad), "--out", str(tmp_path / "m")],
+                     capsys)
+    assert "not valid YAML" in line
