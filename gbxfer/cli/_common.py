@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import math
+import os
 import platform
 import shlex
 import sys
@@ -113,12 +114,14 @@ def input_path(text: str) -> Path:
 
 
 def _check_parents(path: Path, text: str) -> None:
-    """The nearest existing ancestor of ``path`` must be a folder (missing ones are created
-    when writing, as ``mkdir -p`` does)."""
+    """The nearest existing ancestor of ``path`` must be a folder this process may write in
+    (missing ones are created when writing, as ``mkdir -p`` does)."""
     for parent in path.parents:
         if parent.exists():
             if not parent.is_dir():
                 raise argparse.ArgumentTypeError(f"{text}: {parent} is not a folder")
+            if not os.access(parent, os.W_OK | os.X_OK):  # found before any work, not after
+                raise argparse.ArgumentTypeError(f"{text}: cannot write in {parent}")
             return
 
 
