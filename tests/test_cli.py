@@ -58,7 +58,10 @@ def test_info_prints_a_table(example_db, tmp_path, capsys):
     capsys.readouterr()
     assert main(["info", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "lines read" in text and "latency_median" in text
+    assert "lines read" in text and "latency_median" not in text and "--tasks" in text
+    assert main(["info", str(out), "--tasks"]) == 0
+    text = capsys.readouterr().out
+    assert "latency_median" in text and "matmul" in text  # the task by its description
 
 
 def test_hardware_option_on_the_command_line(example_db, tmp_path, capsys):

@@ -9,15 +9,19 @@ from ._common import format_table, input_path, load_dataset_arg
 def add_parser(verbs, common):
     p = verbs.add_parser("info", parents=[common], help="counts and latency ranges of a dataset",
                          description="Lines read, records, valid/failed and tasks by machine "
-                                     "and by hardware profile, and latency ranges by hardware "
-                                     "x task.")
-    p.add_argument("dataset", type=input_path, metavar="DATASET", help="dataset folder")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+                                     "and by hardware profile; with --tasks also latency "
+                                     "ranges by hardware x task.")
+    p.add_argument("dataset", type=input_path, metavar="DATASET",
+                   help="dataset folder, or 'bundled'")
+    p.add_argument("--tasks", action="store_true",
+                   help="also one row per hardware x task: records and latency range")
+    p.add_argument("--json", action="store_true", help="print one JSON object (every table)")
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
-    summary = load_dataset_arg(args.dataset).summary()
+    dataset = load_dataset_arg(args.dataset)
+    summary = dataset.summary()
     if args.json:
         print(json.dumps(summary, indent=1))
         return 0
@@ -37,7 +41,20 @@ def run(args) -> int:
                        ["hardware", "family", "machine", "n_lines", "n_records", "n_valid",
                         "n_failed", "n_tasks"]))
     print()
-    rows = [{**g, "task": g["task_key"][:48]} for g in summary["groups"]]
+    if not args.tasks:
+        print(f"({len(summary['groups'])} hardware x task groups: --tasks lists them)")
+        return 0
+    names = task_names(dataset)
+    rows = [{**g, "task": names.get(g["task_key"], g["task_key"])[:60]}
+            for g in summary["groups"]]
     print(format_table(rows, ["hardware", "task", "n_records", "n_valid", "latency_min",
                               "latency_median", "latency_max"]))
     return 0
+
+
+def task_names(dataset) -> dict:
+    """Each task key's description (``conv2d N=1 H=56 ...``), where the tasks table has one."""
+    tasks = dataset.tasks
+    if "description" not in tasks:
+        return {}
+    return {key: text for key, text in zip(tasks["task_key"], tasks["description"]) if text}

@@ -14,6 +14,7 @@ from ..training import evaluate, evaluation_mask, evaluation_report, score, trai
 from ._common import (command_stamp, format_table, fraction, holdout_split, input_path,
                       load_dataset_arg, model_path, non_negative_int, output_file, output_folder,
                       positive_int, require_hardware)
+from ._info import task_names
 
 log = logging.getLogger("gbxfer")
 
@@ -54,12 +55,14 @@ def add_parser(verbs, common):
         "evaluate", parents=[common], help="ranking quality of a model on a dataset",
         description="Score a model on the records it did not train on (and, when it carries a "
                     "split, only on that split's test part of DATASET): PCA, top-1, top-5, "
-                    "a-peak@5 and the random baseline, overall, per hardware and per task.")
+                    "a-peak@5 and the random baseline, overall and per hardware (per task with "
+                    "--tasks).")
     p.add_argument("model", type=model_path, metavar="MODEL",
                    help="model folder, or 'pretrained' (shipped)")
     p.add_argument("dataset", type=input_path, metavar="DATASET")
     p.add_argument("--hardware", metavar="NAME", help="only this hardware profile")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--tasks", action="store_true", help="also one row per task x hardware")
+    p.add_argument("--json", action="store_true", help="print one JSON object (every table)")
     p.set_defaults(run=run_evaluate)
 
     p = verbs.add_parser("predict", parents=[common], help="score records with a model",
@@ -199,7 +202,10 @@ def run_evaluate(args) -> int:
             print(f"\n{name} test programs (measured / not measured on training hardware):")
             print(format_table([{"part": name, **report[name]}], ["part", *METRICS]))
     print()
-    names = dict(zip(dataset.tasks["task_key"], dataset.tasks["description"]))
+    if not args.tasks:
+        print(f"({len(report['by_task'])} task x hardware groups: --tasks lists them)")
+        return 0
+    names = task_names(dataset)
     rows = []
     for key, rep in report["by_task"].items():
         task, _, hw = key.rpartition("|")
