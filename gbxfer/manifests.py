@@ -118,6 +118,19 @@ def write_file(path: Path, write) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def owning_folder(path: Path) -> Path | None:
+    """The gbxfer folder (its manifest's format ``gbxfer-...``) that ``path`` lies in, if any:
+    its files are gbxfer's to write."""
+    for folder in Path(path).resolve().parents:
+        try:
+            manifest = json.loads((folder / MANIFEST).read_bytes())
+        except (OSError, ValueError, UnicodeDecodeError):
+            continue
+        if isinstance(manifest, dict) and str(manifest.get("format", "")).startswith("gbxfer-"):
+            return folder
+    return None
+
+
 def read_manifest(path: Path, format_name: str, versions, what: str) -> dict:
     """The manifest of a ``format_name`` folder, checked: readable, of the right format, of a
     schema version in ``versions``, with a ``files`` mapping."""

@@ -263,7 +263,7 @@ def study_model(dataset: Dataset, config: ModelConfig, n_trials: int, name: str,
         return float(np.mean(scores))
 
     what = {"kind": "model", "metric": metric, "seed": seed, "folds": folds,
-            "data": digest(part), "config": digest(list(config.blocks),
+            "holdout": split.to_dict() if split else None, "data": digest(part), "config": digest(list(config.blocks),
                                                    sorted(config.params.items()))}
     return _run(open_study(name, storage, seed, what), objective, n_trials)
 

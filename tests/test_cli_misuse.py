@@ -35,14 +35,20 @@ def test_target_with_per_target_is_refused(small, tmp_path, capsys):
     assert "--per-target" in line and "--target" in line
 
 
-@pytest.mark.parametrize("name", ["manifest.json", "scores.csv"])
+@pytest.mark.parametrize("name", ["manifest.json", "scores.csv", "sub/scores.csv", "*/x.csv"])
 def test_a_file_inside_a_gbxfer_folder_is_refused(model, small, name, capsys):
+    if name.startswith("*"):  # into the folder of the saved version's files
+        name = name.replace("*", next(p.name for p in model.iterdir() if p.is_dir()))
     before = (model / "manifest.json").read_bytes()
     line = parse_error(["predict", str(model), str(small), "--out", str(model / name)], capsys)
-    assert "gbxfer folder" in line
+    assert "inside the gbxfer folder" in line
     assert (model / "manifest.json").read_bytes() == before
-    line = parse_error(["features", str(small), "--out", str(small / "f.csv")], capsys)
-    assert "gbxfer folder" in line
+    line = parse_error(["features", str(small), "--out", str(small / name)], capsys)
+    assert "inside the gbxfer folder" in line
+
+
+def test_predict_writes_csv_only(capsys):
+    assert ".csv" in parse_error(["predict", "M", "DATA", "--out", "s.parquet"], capsys)
 
 
 def test_features_file_of_another_kind_and_repeated_blocks_are_refused(capsys):
@@ -116,6 +122,28 @@ def test_a_study_continued_on_another_objective_is_refused(small, tmp_path, caps
     assert main([*common, "-q"]) == 0  # the same objective continues
     line = run_error([*common, "--metric", "pca"], capsys)
     assert "another objective" in line and "metric 'top1' there, 'pca' here" in line
+    line = run_error([*common[:-4], "--holdout", "within-task"], capsys)
+    assert "holdout" in line and "within-task" in line
+
+
+def test_evaluate_warns_when_some_profiles_are_zero_shot(model, small, capsys):
+    assert main(["evaluate", str(model), str(small)]) == 0
+    err = capsys.readouterr().err
+    assert "not in the model's training data" in err and "zero-shot" in err
+
+
+def test_transfer_warns_onto_a_profile_the_model_trained_on(model, small, tmp_path, capsys):
+    assert main(["transfer", str(model), "--target-data", str(small), "--hardware", PROFILE,
+                 "--shots", "2", "--out", str(tmp_path / "t")]) == 0
+    assert f"trained on {PROFILE} already" in capsys.readouterr().err
+
+
+def test_a_bad_transfer_section_names_its_config(model, small, tmp_path, capsys):
+    config = tmp_path / "c.yaml"
+    config.write_text("transfer: {extra_rounds: -3}\n")
+    line = run_error(["transfer", str(model), "--target-data", str(small), "--shots", "2",
+                      "--config", str(config), "--out", str(tmp_path / "t")], capsys)
+    assert str(config) in line and "extra_rounds" in line
 
 
 def test_model_path_rejects_an_empty_name():

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .._version import __version__
 from ..errors import GbxferError
-from ..manifests import MANIFEST
+from ..manifests import MANIFEST, owning_folder
 from ..records.dataset import BUNDLED, Dataset, load_dataset
 from ..splits import SplitSpec
 
@@ -142,16 +142,21 @@ def output_file(text: str) -> Path:
     path = input_path(text)
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: is a folder; expected a file name")
-    if (path.parent / MANIFEST).is_file():
-        raise argparse.ArgumentTypeError(f"{text}: {path.parent} is a gbxfer folder (it has a "
-                                         f"{MANIFEST}); write the file elsewhere")
+    owner = owning_folder(path)
+    if owner is not None:
+        raise argparse.ArgumentTypeError(f"{text}: inside the gbxfer folder {owner} (its "
+                                         f"{MANIFEST} names its files); write it elsewhere")
     _check_parents(path, text)
     return path
 
 
+MODEL_HELP = ("a model folder, or 'pretrained': the shipped model (unless a folder of that name "
+              "is here)")
+
+
 def model_path(text: str) -> Path:
     """A MODEL argument: a model folder, or ``pretrained`` for the model gbxfer ships (unless
-    a folder of that name is here)."""
+    a folder of that name is here, as for ``bundled``)."""
     from ..model import PRETRAINED
 
     path = input_path(text)
@@ -167,6 +172,14 @@ def holdout_split(args, default_fraction: float) -> SplitSpec | None:
         return None
     fraction = default_fraction if args.test_fraction is None else args.test_fraction
     return SplitSpec.parse(args.holdout, fraction, args.seed)
+
+
+def csv_file(text: str) -> Path:
+    """A .csv file to write."""
+    path = output_file(text)
+    if path.suffix != ".csv":
+        raise argparse.ArgumentTypeError(f"{text}: expected a name ending in .csv")
+    return path
 
 
 def load_dataset_arg(text: str) -> Dataset:

@@ -11,9 +11,9 @@ from ..manifests import write_file
 from ..model import load_model_config, load_models, save_models
 from ..model._saved import member_folder
 from ..training import evaluate, evaluation_mask, evaluation_report, score, train
-from ._common import (command_stamp, format_table, fraction, holdout_split, input_path,
-                      load_dataset_arg, model_path, non_negative_int, output_file, output_folder,
-                      positive_int, require_hardware)
+from ._common import (MODEL_HELP, command_stamp, csv_file, format_table, fraction,
+                      holdout_split, input_path, load_dataset_arg, model_path, non_negative_int,
+                      output_folder, positive_int, require_hardware)
 from ._info import task_names
 
 log = logging.getLogger("gbxfer")
@@ -58,7 +58,7 @@ def add_parser(verbs, common):
                     "a-peak@5 and the random baseline, overall and per hardware (per task with "
                     "--tasks).")
     p.add_argument("model", type=model_path, metavar="MODEL",
-                   help="model folder, or 'pretrained' (shipped)")
+                   help=MODEL_HELP)
     p.add_argument("dataset", type=input_path, metavar="DATASET")
     p.add_argument("--hardware", metavar="NAME", help="only this hardware profile")
     p.add_argument("--tasks", action="store_true", help="also one row per task x hardware")
@@ -69,9 +69,9 @@ def add_parser(verbs, common):
                          description="Write program_id, hardware, score (higher = faster) for "
                                      "every valid record of DATASET to a CSV file.")
     p.add_argument("model", type=model_path, metavar="MODEL",
-                   help="model folder, or 'pretrained' (shipped)")
+                   help=MODEL_HELP)
     p.add_argument("dataset", type=input_path, metavar="DATASET")
-    p.add_argument("--out", required=True, type=output_file, metavar="FILE.csv",
+    p.add_argument("--out", required=True, type=csv_file, metavar="FILE.csv",
                    help="the CSV file to write (missing parent folders are created)")
     p.set_defaults(run=run_predict)
 
@@ -173,7 +173,15 @@ def check_seen_hardware(models: dict, dataset, chosen: str | None, strict: bool 
     (a zero-shot measurement on purpose) or not ``strict`` (predict), then a warning."""
     model = models.get(None)
     evaluated = dataset.hardware if chosen is None else [chosen]
-    if model is None or not model.hardware or set(model.hardware) & set(evaluated):
+    if model is None or not model.hardware:
+        return
+    unseen = [hw for hw in evaluated if hw not in model.hardware]
+    if unseen and len(unseen) < len(evaluated):
+        log.warning("%d of the %d profiles scored were not in the model's training data (%s): "
+                    "their scores, in the overall row too, measure a transfer without "
+                    "adaptation (zero-shot); --hardware scores one profile", len(unseen),
+                    len(evaluated), ", ".join(unseen[:3]) + (", ..." if len(unseen) > 3 else ""))
+    if len(unseen) < len(evaluated):
         return
     detail = (f"the model was trained on {', '.join(model.hardware)} and the data holds "
               f"{', '.join(evaluated) or '-'}")
@@ -202,12 +210,13 @@ def run_evaluate(args) -> int:
             print(f"\n{name} test programs (measured / not measured on training hardware):")
             print(format_table([{"part": name, **report[name]}], ["part", *METRICS]))
     print()
+    ranked = {key: rep for key, rep in report["by_task"].items() if rep["n_groups"]}
     if not args.tasks:
-        print(f"({len(report['by_task'])} task x hardware groups: --tasks lists them)")
+        print(f"({len(ranked)} hardware x task groups: --tasks lists them)")
         return 0
     names = task_names(dataset)
     rows = []
-    for key, rep in report["by_task"].items():
+    for key, rep in ranked.items():
         task, _, hw = key.rpartition("|")
         rows.append({"task": (names.get(task) or task)[:60], "hardware": hw, **rep})
     print(format_table(rows, ["task", "hardware", "pca", "top1", "top5", "random_top1",

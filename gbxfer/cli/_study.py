@@ -11,8 +11,9 @@ import yaml
 from ..errors import GbxferError
 from ..manifests import write_file
 from ..model import SavedModel, load_model_config
-from ._common import (SHOTS_HELP, fraction, holdout_split, input_path, load_dataset_arg,
-                      model_path, output_file, positive_int, require_hardware, shots_option)
+from ._common import (MODEL_HELP, SHOTS_HELP, fraction, holdout_split, input_path,
+                      load_dataset_arg, model_path, output_file, positive_int, require_hardware,
+                      shots_option)
 
 log = logging.getLogger("gbxfer")
 # the databases Optuna supports, as SQLAlchemy URLs BACKEND[+DRIVER]://...
@@ -86,12 +87,14 @@ def add_parser(verbs, common):
     p.add_argument("--dashboard", action="store_true",
                    help="print the optuna-dashboard command for --storage, and stop")
     p.add_argument("--model", type=model_path,
-                   help="transfer: the source model folder, or 'pretrained' (shipped)")
+                   help=f"transfer: the source model, {MODEL_HELP}")
     p.add_argument("--shots", type=shots_option, default=8, metavar="K|FRACTION",
                    help=f"transfer: {SHOTS_HELP} (default: 8)")
     p.add_argument("--hardware", help="transfer: the target profile (default: the profiles "
                                       "the model did not train on)")
-    p.add_argument("--holdout", metavar="SPLIT")
+    p.add_argument("--holdout", metavar="SPLIT",
+                   help="model: trials cross-validate inside this split's training part; "
+                        "transfer: the shots come from it (default: no split, all records)")
     p.add_argument("--test-fraction", type=fraction, metavar="F",
                    help="0 < F < 1: expected test share of --holdout (default: 0.2)")
     p.add_argument("--config", help="base model config")

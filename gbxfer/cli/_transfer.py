@@ -7,8 +7,8 @@ import logging
 from ..errors import GbxferError
 from ..model import SavedModel, load_model_config
 from ..transfer import TransferConfig, draw_shots, shots_rank, transfer
-from ._common import (SHOTS_HELP, command_stamp, fraction, holdout_split, input_path,
-                      load_dataset_arg, model_path, non_negative_int, output_folder,
+from ._common import (MODEL_HELP, SHOTS_HELP, command_stamp, fraction, holdout_split,
+                      input_path, load_dataset_arg, model_path, non_negative_int, output_folder,
                       require_hardware, shots_option)
 
 log = logging.getLogger("gbxfer")
@@ -27,7 +27,7 @@ def add_parser(verbs, common):
                     "transfer did not see; without it MODEL2 keeps MODEL's split, so that "
                     "both are scored on the same part (the shots left out).")
     p.add_argument("model", type=model_path, metavar="MODEL",
-                   help="the source model folder, or 'pretrained' (shipped)")
+                   help=f"the source model: {MODEL_HELP}")
     p.add_argument("--target-data", required=True, type=input_path, metavar="DATASET",
                    help="the target's measurements (the shots are drawn from them), or "
                         "'bundled'")
@@ -67,14 +67,20 @@ def run(args) -> int:
     if args.hardware is not None:
         require_hardware(data, args.hardware, "--target-data")
         target = data.filter(hardware=args.hardware)
+        if args.hardware in model.hardware:
+            log.warning("the model trained on %s already: its shots may be records it "
+                        "trained on (a transfer is for a profile it did not see)", args.hardware)
     else:
         target = data.filter(hardware=[h for h in data.hardware if h not in model.hardware])
     if len(target) == 0:
         raise GbxferError("no target records: every profile of --target-data was in the "
                           "model's training data (choose one with --hardware)")
     holdout = holdout_split(args, 0.5)
-    config = TransferConfig.from_dict(load_model_config(args.config).transfer
-                                      if args.config else None)
+    base = load_model_config(args.config) if args.config else None
+    try:
+        config = TransferConfig.from_dict(base.transfer if base else None)
+    except GbxferError as exc:
+        raise GbxferError(f"{base.source}: {exc}") from None
     if args.other_tasks:
         config = dataclasses.replace(config, other_tasks=True)
     shots = draw_shots(target, args.shots, args.seed, holdout)
