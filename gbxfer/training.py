@@ -139,7 +139,8 @@ def evaluation_mask(model: SavedModel, dataset: Dataset) -> tuple[np.ndarray, np
         mask &= test
     if not mask.any():
         raise GbxferError("nothing left to evaluate: every record of this dataset was in the "
-                          "model's training data or outside its split's test part")
+                          "model's training data (a transfer's shots included) or outside its "
+                          "split's test part")
     return mask, paired
 
 
