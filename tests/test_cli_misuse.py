@@ -167,3 +167,9 @@ def test_a_config_that_is_no_yaml_is_one_error_line(small, tmp_path, capsys):
     line = run_error(["train", str(small), "--config", str(bad), "--out", str(tmp_path / "m")],
                      capsys)
     assert "not valid YAML" in line
+
+
+def test_suite_first_beyond_the_suite_says_so(capsys):
+    assert main(["suite", "show", "networks", "--first", "100000", "--names"]) == 0
+    captured = capsys.readouterr()
+    assert "all listed" in captured.err and len(captured.out.split(",")) >= 120

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import pandas as pd
 
@@ -10,6 +11,8 @@ from ..errors import GbxferError
 from ..pruning import TASK_METHODS, choose_tasks
 from ..records.suite import load_suite
 from ._common import format_table, positive_int
+
+log = logging.getLogger("gbxfer")
 
 
 def add_parser(verbs, common):
@@ -47,6 +50,8 @@ def run(args) -> int:
     tasks = list(suite.tasks)
     if not args.first and (args.method != "herding" or args.seed):
         raise GbxferError("--method and --seed choose the --first N tasks; add --first N")
+    if args.first and args.first >= len(tasks):
+        log.warning("--first %d: the suite holds %d tasks, all listed", args.first, len(tasks))
     if args.first:
         table = pd.DataFrame({"task_key": [t.name for t in tasks],
                               "operator": [t.op for t in tasks],
