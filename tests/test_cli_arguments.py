@@ -264,7 +264,7 @@ def test_evaluate_on_a_dataset_without_the_model_hardware_is_an_error(model, sma
 
 
 def test_evaluate_on_the_model_hardware_does_not_warn(model, small, capsys):
-    assert main(["evaluate", str(model), str(small)]) == 0
+    assert main(["evaluate", str(model), str(small), "--hardware", PROFILE]) == 0
     assert "zero-shot" not in capsys.readouterr().err
 
 

@@ -173,3 +173,61 @@ def test_suite_first_beyond_the_suite_says_so(capsys):
     assert main(["suite", "show", "networks", "--first", "100000", "--names"]) == 0
     captured = capsys.readouterr()
     assert "all listed" in captured.err and len(captured.out.split(",")) >= 120
+
+
+@pytest.mark.parametrize("verb", [
+    ["collect", "--suite", "networks", "--hardware", PROFILE, "--programs", "2"],
+    ["tune", "--suite", "networks", "--hardware", PROFILE, "--trials", "2"],
+    ["calibrate", "--hardware", PROFILE, "--minutes", "1"],
+], ids=lambda argv: argv[0])
+def test_a_run_into_a_model_or_dataset_folder_is_refused(verb, model, small, capsys):
+    for folder in (model, small, small / "sub"):
+        line = parse_error([*verb, "--out", str(folder)], capsys)
+        assert "is a gbxfer model or dataset" in line
+
+
+@pytest.mark.parametrize("argv", [
+    ["tune", "--suite", "networks", "--hardware", PROFILE, "--trials", "2", "--out", "O",
+     "--tasks", ""],
+    ["tune", "--suite", "networks", "--hardware", PROFILE, "--trials", "2", "--out", "O",
+     "--network", " "],
+    ["collect", "--suite", "networks", "--hardware", PROFILE, "--programs", "2", "--out", "O",
+     "--tasks", "a,,b"],
+    ["calibrate", "--minutes", "1", "--out", "O", "--tasks", ""],
+    ["suite", "show", "networks", "--network", ""],
+    ["calibrate", "--minutes", "1", "--out", "O", "--seed", "-5"],
+], ids=lambda argv: " ".join(argv[:1] + argv[-2:-1]))
+def test_empty_names_and_negative_seeds_are_refused(argv, capsys):
+    """An empty --tasks or --network would otherwise mean every task."""
+    parse_error(argv, capsys)
+
+
+def test_collect_refuses_a_profile_named_twice(tmp_path, capsys):
+    line = run_error(["collect", "--suite", "networks", "--hardware", f"{PROFILE},{PROFILE}",
+                      "--programs", "2", "--tasks", "softmax_32_128", "--out",
+                      str(tmp_path / "c")], capsys)
+    assert "named twice" in line
+
+
+@pytest.mark.parametrize("descriptor, word", [
+    ("{clock_ghz: fast}", "clock_ghz"), ("{clock_ghz: -3}", "clock_ghz"),
+    ("{threads: 2}", "threads")])
+def test_a_profile_with_a_bad_descriptor_is_refused(descriptor, word, tmp_path):
+    from gbxfer.hardware.profiles import load_profile
+
+    path = tmp_path / "p.yaml"
+    path.write_text("name: my-1t\nfamily: x86-avx2\ntarget: {kind: llvm, mcpu: znver3}\n"
+                    f"threads: 1\ndescriptor: {descriptor}\n")
+    with pytest.raises(GbxferError, match=word):
+        load_profile(str(path))
+
+
+def test_ingest_reads_a_source_named_twice_once(tmp_path, capsys):
+    from gbxfer import load_dataset
+
+    sample = tmp_path / "one"
+    assert main(["prune", "bundled", "--keep", "0.01", "--method", "random", "--out",
+                 str(sample), "-q"]) == 0
+    assert main(["ingest", str(sample), str(sample), "--out", str(tmp_path / "o")]) == 0
+    assert "named more than once" in capsys.readouterr().err
+    assert len(load_dataset(tmp_path / "o")) == len(load_dataset(sample))

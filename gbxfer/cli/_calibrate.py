@@ -11,7 +11,8 @@ from ..hardware.profiles import load_profile
 from ..manifests import write_file
 from ..model import SavedModel
 from ..records.suite import load_suite
-from ._common import command_stamp, input_path, load_dataset_arg, positive_float
+from ._common import (command_stamp, input_path, load_dataset_arg, name_list, non_negative_int,
+                      positive_float, run_folder)
 from ._transfer import guard_choice
 
 log = logging.getLogger("gbxfer")
@@ -42,10 +43,11 @@ def add_parser(verbs, common):
                         "bundled)")
     p.add_argument("--suite", default="networks",
                    help="the suite whose tasks the programs belong to (default: networks)")
-    p.add_argument("--tasks", metavar="NAME[,NAME...]", help="only these tasks of the suite")
-    p.add_argument("--out", required=True, type=input_path, metavar="OUT",
+    p.add_argument("--tasks", type=name_list, metavar="NAME[,NAME...]",
+                   help="only these tasks of the suite")
+    p.add_argument("--out", required=True, type=run_folder, metavar="OUT",
                    help="calibration folder (created; a rerun continues it)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=non_negative_int, default=0)
     p.set_defaults(run=run)
 
 

@@ -7,8 +7,8 @@ from ..errors import GbxferError
 from ..config_files import find_config
 from ..hardware.profiles import load_profile
 from ..records.suite import load_suite
-from ._common import (command_stamp, input_path, load_dataset_arg, non_negative_int,
-                      output_folder, positive_float, positive_int, share)
+from ._common import (command_stamp, input_path, load_dataset_arg, name_list, non_negative_int,
+                      positive_float, positive_int, run_folder, share)
 
 
 def core_list(text: str) -> tuple[int, ...]:
@@ -39,14 +39,14 @@ def add_parser(verbs, common):
                    help="measure exactly the programs of this dataset (another profile's) on "
                         "these profiles: paired data; a program whose trace does not apply or "
                         "build here is recorded as a failure")
-    p.add_argument("--out", required=True, type=output_folder, metavar="DIR")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True, type=run_folder, metavar="DIR")
+    p.add_argument("--seed", type=non_negative_int, default=0)
     p.add_argument("--evolutionary-share", type=share, default=0.25, metavar="F",
                    help="0 <= F < 1: share of the N programs made by mutating the best random "
                         "programs measured on the first profile (a short evolutionary step, so "
                         "that good programs are present); the rest have uniformly random "
                         "decisions")
-    p.add_argument("--tasks", metavar="NAME[,NAME...]",
+    p.add_argument("--tasks", type=name_list, metavar="NAME[,NAME...]",
                    help="only these tasks of the suite, in this order (names as `gbxfer suite show "
                         "SUITE --names` prints them)")
     p.add_argument("--batch-size", type=positive_int, default=16,
@@ -79,7 +79,10 @@ def run(args) -> int:
     suite = load_suite(find_config("workloads", args.suite))
     if args.tasks:
         suite = suite.select(args.tasks.split(","))
-    profiles = [load_profile(name) for name in args.hardware.split(",")]
+    names = args.hardware.split(",")
+    if len(set(names)) < len(names):
+        raise GbxferError(f"--hardware {args.hardware}: a profile named twice")
+    profiles = [load_profile(name) for name in names]
     if (args.programs is None) == (args.replay_from is None):
         raise GbxferError("give either --programs N or --replay-from DATASET")
     replay = load_dataset_arg(args.replay_from) if args.replay_from else None

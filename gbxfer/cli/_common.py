@@ -174,6 +174,32 @@ def holdout_split(args, default_fraction: float) -> SplitSpec | None:
     return SplitSpec.parse(args.holdout, fraction, args.seed)
 
 
+def run_folder(text: str) -> Path:
+    """A folder a collection, calibration or tuning run writes into (its own layout): not a
+    file, not a gbxfer model or dataset, nor inside one."""
+    path = output_folder(text)
+    owner = owning_folder(path / MANIFEST)  # the folder itself, or one it lies in
+    if owner is not None:
+        raise argparse.ArgumentTypeError(f"{text}: {owner} is a gbxfer model or dataset; a "
+                                         "run writes into a folder of its own")
+    return path
+
+
+def name_list(text: str) -> str:
+    """``--tasks A,B``: one or more non-empty comma-separated names (an empty value would
+    otherwise mean 'all')."""
+    if not text.strip() or any(not name.strip() for name in text.split(",")):
+        raise argparse.ArgumentTypeError(f"expected NAME[,NAME...], got {text!r}")
+    return text
+
+
+def a_name(text: str) -> str:
+    """A non-empty name (``--network``)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a name, got an empty string")
+    return text
+
+
 def csv_file(text: str) -> Path:
     """A .csv file to write."""
     path = output_file(text)

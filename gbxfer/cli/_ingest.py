@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from pathlib import Path
 
 from ..errors import GbxferError
 from ..records.ingest import ingest
@@ -55,7 +56,11 @@ def machine_option(text: str) -> str:
 
 
 def run(args) -> int:
-    dataset = ingest(args.sources, hardware=args.hardware, skip_bad=args.skip_bad,
+    sources = list({Path(source).resolve(): source for source in args.sources}.values())
+    if len(sources) < len(args.sources):  # read twice, each measurement would count twice
+        log.warning("%d SOURCE(s) named more than once: each read once",
+                    len(args.sources) - len(sources))
+    dataset = ingest(sources, hardware=args.hardware, skip_bad=args.skip_bad,
                      progress=not args.quiet, machine=args.machine,
                      jobs=args.jobs)
     skipped = dataset.manifest.get("skipped", {})

@@ -10,7 +10,7 @@ from ..config_files import find_config
 from ..errors import GbxferError
 from ..pruning import TASK_METHODS, choose_tasks
 from ..records.suite import load_suite
-from ._common import format_table, positive_int
+from ._common import a_name, format_table, non_negative_int, positive_int
 
 log = logging.getLogger("gbxfer")
 
@@ -28,14 +28,14 @@ def add_parser(verbs, common):
                     "the names alone, comma-separated, as `gbxfer collect --tasks` takes "
                     "them.")
     show.add_argument("suite", metavar="SUITE", help="suite name (configs/workloads) or YAML path")
-    show.add_argument("--network", help="only the tasks of this network")
+    show.add_argument("--network", type=a_name, help="only the tasks of this network")
     show.add_argument("--first", type=positive_int, metavar="N",
                       help="only N tasks chosen to cover the suite (--method)")
     show.add_argument("--method", choices=TASK_METHODS, default="herding",
                       help="how --first chooses: herding (the default; follows how common "
                            "each kind of work is; no draws), coreset (k-means medoids: "
                            "spreads over the kinds) or random")
-    show.add_argument("--seed", type=int, default=0,
+    show.add_argument("--seed", type=non_negative_int, default=0,
                       help="seed of the --first choice (coreset and random)")
     output = show.add_mutually_exclusive_group()
     output.add_argument("--names", action="store_true", help="task names, comma-separated")

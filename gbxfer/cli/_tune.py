@@ -18,8 +18,8 @@ from ..online import DEFAULT_MODE, MODES
 from ..records._parallel import usable_cpus
 from ..records.suite import load_suite
 from ..tvm._networks import PARALLEL_WITHIN
-from ._common import (command_stamp, non_negative_int, output_folder,
-                      positive_float, positive_int, share)
+from ._common import (a_name, command_stamp, name_list, non_negative_int, positive_float,
+                      positive_int, run_folder, share)
 
 log = logging.getLogger("gbxfer")
 INT32_MAX = 2 ** 31 - 1  # MetaSchedule's counts, and TVM's shapes as the frontend takes them
@@ -65,8 +65,9 @@ def add_parser(verbs, common):
                         help="an ONNX model, imported with TVM's Relax ONNX frontend (weights "
                              "bound as constants); every input needs a static shape")
     which = p.add_mutually_exclusive_group()
-    which.add_argument("--tasks", metavar="NAME[,NAME...]", help="only these tasks of the suite")
-    which.add_argument("--network", metavar="NAME",
+    which.add_argument("--tasks", type=name_list, metavar="NAME[,NAME...]",
+                       help="only these tasks of the suite")
+    which.add_argument("--network", type=a_name, metavar="NAME",
                        help="all tasks of one network of the suite, weighted by how often "
                             "each occurs in it")
     p.add_argument("--hardware", required=True, metavar="PROFILE",
@@ -97,7 +98,7 @@ def add_parser(verbs, common):
     p.add_argument("--trials-per-iter", type=_at_most(positive_int, INT32_MAX), default=16,
                    metavar="N",
                    help="measurements per search round (default: 16)")
-    p.add_argument("--out", required=True, type=output_folder, metavar="DIR")
+    p.add_argument("--out", required=True, type=run_folder, metavar="DIR")
     p.add_argument("--seed", type=_at_most(non_negative_int, INT32_MAX), default=0,
                    help="random seed, 0 to 2^31-1 (default: 0)")
     p.add_argument("--population", type=_at_most(positive_int, INT32_MAX),

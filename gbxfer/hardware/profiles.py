@@ -66,6 +66,14 @@ def load_profile(name_or_path: str) -> HardwareProfile:
     descriptor = doc.get("descriptor", {}) or {}
     if not isinstance(descriptor, dict):
         raise GbxferError(f"{path}: descriptor must be a mapping of field -> number")
+    for field, value in descriptor.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                0 <= value < 1e12):
+            raise GbxferError(f"{path}: descriptor field {field!r} must be a number >= 0, "
+                              f"got {value!r}")
+    if descriptor.get("threads", doc["threads"]) != doc["threads"]:
+        raise GbxferError(f"{path}: descriptor threads {descriptor['threads']!r} differs from "
+                          f"the profile's threads {doc['threads']!r}")
     machine = doc.get("machine", "")
     if not isinstance(machine, str) or (machine and not machine.isprintable()):
         raise GbxferError(f"{path}: field 'machine' must be a printable string (CPU model and "

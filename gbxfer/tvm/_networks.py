@@ -72,15 +72,23 @@ def load_network(spec: str):
     if spec in NETWORKS:
         return NETWORKS[spec]()
     path, _, function = spec.rpartition(":")
+    if path and not Path(path).exists():
+        raise GbxferError(f"--relax {spec!r}: no such file {path}")
     if not path or not Path(path).is_file():
         raise GbxferError(f"--relax {spec!r}: neither a known network ({', '.join(NETWORKS)}) "
                           "nor FILE.py:FUNCTION")
     module_spec = importlib.util.spec_from_file_location(Path(path).stem, path)
     module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    if not callable(getattr(module, function, None)):
-        raise GbxferError(f"{path}: no function {function!r}")
-    mod = getattr(module, function)()
+    try:  # the user's code: its failure is theirs to read, in one line
+        module_spec.loader.exec_module(module)
+        if not callable(getattr(module, function, None)):
+            raise GbxferError(f"{path}: no function {function!r}")
+        mod = getattr(module, function)()
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - whatever the file raises
+        if isinstance(exc, GbxferError):
+            raise
+        raise GbxferError(f"--relax {spec}: {type(exc).__name__}: {exc} (run the file alone "
+                          "to see its traceback)") from None
     if not isinstance(mod, tvm.ir.IRModule) or "main" not in [g.name_hint for g in
                                                             mod.get_global_vars()]:
         raise GbxferError(f"{path}:{function} must return a Relax IRModule with a 'main'")
