@@ -263,8 +263,11 @@ def test_evaluate_on_a_dataset_without_the_model_hardware_is_an_error(model, sma
     assert f"trained on {PROFILE}" in line and "--hardware" in line
 
 
-def test_evaluate_on_the_model_hardware_does_not_warn(model, small, capsys):
-    assert main(["evaluate", str(model), str(small), "--hardware", PROFILE]) == 0
+def test_evaluate_on_the_model_hardware_does_not_warn(small, tmp_path, capsys):
+    held = tmp_path / "m"
+    assert main(["train", str(small), "--target", PROFILE, "--holdout", "within-task",
+                 "--out", str(held), "-q"]) == 0
+    assert main(["evaluate", str(held), str(small), "--hardware", PROFILE]) == 0
     assert "zero-shot" not in capsys.readouterr().err
 
 
