@@ -153,8 +153,9 @@ def open_study(name: str, storage: str | None, seed: int,
     if held is None:  # a new study (or one of a version that did not record it)
         study.set_user_attr("objective", objective)
     elif held != objective:
-        differ = [f"{key} {held.get(key)!r} there, {value!r} here"
-                  for key, value in objective.items() if held.get(key) != value]
+        keys = list(objective) + [key for key in held if key not in objective]
+        differ = [f"{key} {held.get(key)!r} there, {objective.get(key)!r} here"
+                  for key in keys if held.get(key) != objective.get(key)]
         raise GbxferError(f"study {name!r} in this storage scores another objective "
                           f"({'; '.join(differ)}): continue it with the arguments that "
                           "created it, or choose another --study-name")
@@ -162,17 +163,29 @@ def open_study(name: str, storage: str | None, seed: int,
 
 
 def digest(*parts) -> str:
-    """A short SHA-256 of datasets' records (ids and latencies), arrays and plain values."""
+    """A short SHA-256 of datasets' records (ids and latencies), arrays and plain values
+    (mappings by key; numbers as floats, so that 1 and 1.0 agree)."""
     import hashlib
+    import json
 
     import pandas as pd
+
+    def plain(value):
+        if isinstance(value, dict):
+            return {str(k): plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        if isinstance(value, (int, float, np.number)) and not isinstance(value, (bool, np.bool_)):
+            return float(value)
+        return value if value is None or isinstance(value, (str, bool)) else repr(value)
 
     h = hashlib.sha256()
     for part in parts:
         if isinstance(part, Dataset):
             part = pd.util.hash_pandas_object(part.records[["record_id", "latency"]],
                                               index=False).to_numpy()
-        h.update(part.tobytes() if isinstance(part, np.ndarray) else repr(part).encode())
+        h.update(part.tobytes() if isinstance(part, np.ndarray) else
+                 json.dumps(plain(part)).encode())
     return h.hexdigest()[:16]
 
 
@@ -263,8 +276,9 @@ def study_model(dataset: Dataset, config: ModelConfig, n_trials: int, name: str,
         return float(np.mean(scores))
 
     what = {"kind": "model", "metric": metric, "seed": seed, "folds": folds,
-            "holdout": split.to_dict() if split else None, "data": digest(part), "config": digest(list(config.blocks),
-                                                   sorted(config.params.items()))}
+            "holdout": split.to_dict() if split else None, "data": digest(part),
+            "config": digest(list(config.blocks), config.params, config.attention,
+                             config.descriptor_dropout)}
     return _run(open_study(name, storage, seed, what), objective, n_trials)
 
 
@@ -294,7 +308,7 @@ def study_transfer(model, source: Dataset, target: Dataset, shots, n_trials: int
     what = {"kind": "transfer", "metric": metric, "seed": seed,
             "data": digest(source, target, shots),
             "model": digest(sorted(model.train_record_ids), model.hardware, model.columns,
-                            sorted(model.ranker.get_params().items()))}
+                            model.ranker.get_params())}
     study = open_study(name, storage, seed, what)
     if "source_only" not in study.user_attrs:
         study.set_user_attr("source_only", validate(TransferConfig(extra_rounds=0))[1])

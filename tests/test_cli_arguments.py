@@ -267,7 +267,11 @@ def test_evaluate_on_the_model_hardware_does_not_warn(small, tmp_path, capsys):
     held = tmp_path / "m"
     assert main(["train", str(small), "--target", PROFILE, "--holdout", "within-task",
                  "--out", str(held), "-q"]) == 0
-    assert main(["evaluate", str(held), str(small), "--hardware", PROFILE]) == 0
+    only = tmp_path / "only"
+    from gbxfer.records.dataset import load_dataset
+
+    load_dataset(small).filter(hardware=[PROFILE]).save(only)
+    assert main(["evaluate", str(held), str(only)]) == 0
     assert "zero-shot" not in capsys.readouterr().err
 
 

@@ -106,12 +106,29 @@ def test_a_config_path_that_is_no_config_says_so(a_file):
 
 
 def test_transfer_without_holdout_keeps_the_source_split(small, tmp_path):
-    assert main(["train", str(small), "--target", PROFILE, "--holdout", "by-task",
-                 "--test-fraction", "0.3", "--out", str(tmp_path / "m"), "-q"]) == 0
+    """The saved model carries it (evaluate then scores both on the same part); the guard's
+    check inside the shots does not (it scores the shots, which the split would drop)."""
+    assert main(["train", str(small), "--target", PROFILE, "--holdout", "within-task",
+                 "--out", str(tmp_path / "m"), "-q"]) == 0
     assert main(["transfer", str(tmp_path / "m"), "--target-data", str(small), "--hardware",
                  "x86-avx-1t", "--shots", "4", "--out", str(tmp_path / "t"), "-q"]) == 0
     source, moved = SavedModel.load(tmp_path / "m"), SavedModel.load(tmp_path / "t")
-    assert source.split["kind"] == "by-task" and moved.split == source.split
+    assert source.split["kind"] == "within-task" and moved.split == source.split
+    guard = moved.extra["transfer"]["guard_check"]
+    assert guard["gain"] is not None and guard["groups"] >= 20  # every shot group scored
+
+
+def test_a_source_split_the_target_lacks_is_not_carried(small, tmp_path, capsys):
+    assert main(["train", str(small), "--holdout", "by-hardware:x86-sse42", "--out",
+                 str(tmp_path / "m"), "-q"]) == 0
+    from gbxfer.records.dataset import load_dataset
+
+    data = load_dataset(small)
+    data.filter(hardware=["x86-avx-1t", "x86-avx2-1t"]).save(tmp_path / "d")
+    assert main(["transfer", str(tmp_path / "m"), "--target-data", str(tmp_path / "d"),
+                 "--hardware", "x86-avx-1t", "--shots", "2", "--out", str(tmp_path / "t")]) == 0
+    assert "does not apply" in capsys.readouterr().err
+    assert SavedModel.load(tmp_path / "t").split is None
 
 
 def test_a_study_continued_on_another_objective_is_refused(small, tmp_path, capsys):
@@ -199,7 +216,14 @@ def test_a_run_into_a_model_or_dataset_folder_is_refused(verb, model, small, cap
 ], ids=lambda argv: " ".join(argv[:1] + argv[-2:-1]))
 def test_empty_names_and_negative_seeds_are_refused(argv, capsys):
     """An empty --tasks or --network would otherwise mean every task."""
-    parse_error(argv, capsys)
+    assert argv[-2] in parse_error(argv, capsys)
+
+
+def test_evaluate_of_a_held_out_hardware_split_does_not_warn(small, tmp_path, capsys):
+    assert main(["train", str(small), "--holdout", "by-hardware:x86-sse42", "--out",
+                 str(tmp_path / "m"), "-q"]) == 0
+    assert main(["evaluate", str(tmp_path / "m"), str(small)]) == 0
+    assert "zero-shot" not in capsys.readouterr().err
 
 
 def test_collect_refuses_a_profile_named_twice(tmp_path, capsys):
@@ -211,13 +235,19 @@ def test_collect_refuses_a_profile_named_twice(tmp_path, capsys):
 
 @pytest.mark.parametrize("descriptor, word", [
     ("{clock_ghz: fast}", "clock_ghz"), ("{clock_ghz: -3}", "clock_ghz"),
-    ("{threads: 2}", "threads")])
+    ("{peak_gflops: .inf}", "peak_gflops"), ("{clock_ghz: null}", None),
+    ("{clock_ghz: .nan}", None), ("{threads: 1024}", None)])
 def test_a_profile_with_a_bad_descriptor_is_refused(descriptor, word, tmp_path):
+    """Null or NaN: not measured (as a probe writes a clock it could not read); a GPU's
+    descriptor threads are threads per block."""
     from gbxfer.hardware.profiles import load_profile
 
     path = tmp_path / "p.yaml"
     path.write_text("name: my-1t\nfamily: x86-avx2\ntarget: {kind: llvm, mcpu: znver3}\n"
                     f"threads: 1\ndescriptor: {descriptor}\n")
+    if word is None:
+        assert load_profile(str(path)).name == "my-1t"
+        return
     with pytest.raises(GbxferError, match=word):
         load_profile(str(path))
 

@@ -11,8 +11,8 @@ from ..hardware.profiles import load_profile
 from ..manifests import write_file
 from ..model import SavedModel
 from ..records.suite import load_suite
-from ._common import (command_stamp, input_path, load_dataset_arg, name_list, non_negative_int,
-                      positive_float, run_folder)
+from ._common import (MODEL_HELP, command_stamp, input_path, load_dataset_arg, model_path,
+                      name_list, non_negative_int, positive_float, run_folder)
 from ._transfer import guard_choice
 
 log = logging.getLogger("gbxfer")
@@ -36,8 +36,8 @@ def add_parser(verbs, common):
                    help="the profile to calibrate (default: probe this machine)")
     p.add_argument("--minutes", type=positive_float, default=10.0,
                    help="measuring time, over every run into OUT (default: 10)")
-    p.add_argument("--model", type=input_path, default="pretrained", metavar="MODEL",
-                   help="the model to carry over (default: the pretrained one)")
+    p.add_argument("--model", type=model_path, default="pretrained", metavar="MODEL",
+                   help=f"the model to carry over: {MODEL_HELP} (default: pretrained)")
     p.add_argument("--source-data", type=input_path, default="bundled", metavar="DATASET",
                    help="the model's training data, whose programs are measured (default: "
                         "bundled)")
@@ -54,7 +54,6 @@ def add_parser(verbs, common):
 def run(args) -> int:
     try:
         from ..tvm._calibrate import calibrate
-        from ..tvm._cost_model import PRETRAINED
     except ImportError as exc:
         raise GbxferError(f"gbxfer calibrate needs TVM: pip install 'gbxfer[tvm]' ({exc})") \
             from None
@@ -68,7 +67,7 @@ def run(args) -> int:
         profile = load_profile(str(profile_path))
     else:
         profile = load_profile(str(_probe_into(profile_path)))
-    model = SavedModel.load(PRETRAINED if str(args.model) == "pretrained" else args.model)
+    model = SavedModel.load(args.model)
     source = load_dataset_arg(args.source_data)
     suite = load_suite(find_config("workloads", args.suite))
     if args.tasks:

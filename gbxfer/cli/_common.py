@@ -113,10 +113,11 @@ def input_path(text: str) -> Path:
     return Path(text)
 
 
-def _check_parents(path: Path, text: str) -> None:
-    """The nearest existing ancestor of ``path`` must be a folder this process may write in
-    (missing ones are created when writing, as ``mkdir -p`` does)."""
-    for parent in path.parents:
+def _check_parents(path: Path, text: str, itself: bool = False) -> None:
+    """The nearest existing ancestor of ``path`` (or ``path`` itself, with ``itself``: an
+    output folder written into) must be a folder this process may write in (missing ones are
+    created when writing, as ``mkdir -p`` does)."""
+    for parent in ([path] if itself else []) + list(path.parents):
         if parent.exists():
             if not parent.is_dir():
                 raise argparse.ArgumentTypeError(f"{text}: {parent} is not a folder")
@@ -131,7 +132,7 @@ def output_folder(text: str) -> Path:
     path = input_path(text)
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: exists and is not a folder")
-    _check_parents(path, text)
+    _check_parents(path, text, itself=True)
     return path
 
 
@@ -188,9 +189,10 @@ def run_folder(text: str) -> Path:
 def name_list(text: str) -> str:
     """``--tasks A,B``: one or more non-empty comma-separated names (an empty value would
     otherwise mean 'all')."""
-    if not text.strip() or any(not name.strip() for name in text.split(",")):
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
         raise argparse.ArgumentTypeError(f"expected NAME[,NAME...], got {text!r}")
-    return text
+    return ",".join(names)
 
 
 def a_name(text: str) -> str:
@@ -198,6 +200,14 @@ def a_name(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("expected a name, got an empty string")
     return text
+
+
+def task_names(dataset) -> dict:
+    """Each task key's description (``conv2d N=1 H=56 ...``), where the tasks table has one."""
+    tasks = dataset.tasks
+    if "description" not in tasks:
+        return {}
+    return {key: text for key, text in zip(tasks["task_key"], tasks["description"]) if text}
 
 
 def csv_file(text: str) -> Path:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from ._common import format_table, input_path, load_dataset_arg
+from ._common import format_table, input_path, load_dataset_arg, task_names
 
 
 def add_parser(verbs, common):
@@ -51,10 +51,3 @@ def run(args) -> int:
                               "latency_median", "latency_max"]))
     return 0
 
-
-def task_names(dataset) -> dict:
-    """Each task key's description (``conv2d N=1 H=56 ...``), where the tasks table has one."""
-    tasks = dataset.tasks
-    if "description" not in tasks:
-        return {}
-    return {key: text for key, text in zip(tasks["task_key"], tasks["description"]) if text}

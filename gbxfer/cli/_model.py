@@ -10,11 +10,11 @@ from ..errors import GbxferError
 from ..manifests import write_file
 from ..model import load_model_config, load_models, save_models
 from ..model._saved import member_folder
+from ..splits import HELD_OUT
 from ..training import evaluate, evaluation_mask, evaluation_report, score, train
 from ._common import (MODEL_HELP, command_stamp, csv_file, format_table, fraction,
                       holdout_split, input_path, load_dataset_arg, model_path, non_negative_int,
-                      output_folder, positive_int, require_hardware)
-from ._info import task_names
+                      output_folder, positive_int, require_hardware, task_names)
 
 log = logging.getLogger("gbxfer")
 
@@ -168,20 +168,22 @@ METRICS = ["pca", "top1", "top5", "apeak5", "random_top1", "random_top5", "n_gro
 
 
 def check_seen_hardware(models: dict, dataset, chosen: str | None, strict: bool = True) -> None:
-    """A joint model scored on a dataset with none of its hardware profiles measures a
-    transfer without adaptation, not the model: an error unless asked for by ``--hardware``
-    (a zero-shot measurement on purpose) or not ``strict`` (predict), then a warning."""
+    """A joint model scored on profiles it did not train on measures a transfer without
+    adaptation, not the model. On a dataset with none of its profiles: an error unless asked
+    for by ``--hardware`` (a zero-shot measurement on purpose) or not ``strict`` (predict),
+    then a warning; where only some of the profiles scored are unseen, a warning (a split that
+    holds hardware out scores unseen profiles on purpose)."""
     model = models.get(None)
-    evaluated = dataset.hardware if chosen is None else [chosen]
     if model is None or not model.hardware:
         return
+    evaluated = dataset.hardware if chosen is None else [chosen]
     unseen = [hw for hw in evaluated if hw not in model.hardware]
     if unseen and len(unseen) < len(evaluated):
-        log.warning("%d of the %d profiles scored were not in the model's training data (%s): "
-                    "their scores, in the overall row too, measure a transfer without "
-                    "adaptation (zero-shot); --hardware scores one profile", len(unseen),
-                    len(evaluated), ", ".join(unseen[:3]) + (", ..." if len(unseen) > 3 else ""))
-    if len(unseen) < len(evaluated):
+        if (model.split or {}).get("kind") not in HELD_OUT and strict:
+            _warn_partly_unseen(model, dataset if chosen is None else
+                                dataset.filter(hardware=chosen))
+        return
+    if not unseen:
         return
     detail = (f"the model was trained on {', '.join(model.hardware)} and the data holds "
               f"{', '.join(evaluated) or '-'}")
@@ -189,6 +191,22 @@ def check_seen_hardware(models: dict, dataset, chosen: str | None, strict: bool 
         raise GbxferError(f"{detail}: to score it there without adaptation (zero-shot), "
                           "name the profile with --hardware")
     log.warning("%s: these scores measure a transfer without adaptation (zero-shot)", detail)
+
+
+def _warn_partly_unseen(model, dataset) -> None:
+    """Warn when some (or all) of the profiles ``model`` will be scored on (the evaluation part
+    of ``dataset``) were not in its training data."""
+    try:
+        mask, _ = evaluation_mask(model, dataset)
+    except GbxferError:  # nothing to score: evaluate says so
+        return
+    scored = sorted(set(dataset.records["hardware"][mask]))
+    unseen = [hw for hw in scored if hw not in model.hardware]
+    if unseen:
+        log.warning("%d of the %d profiles scored were not in the model's training data (%s): "
+                    "their scores, in the overall row too, measure a transfer without "
+                    "adaptation (zero-shot); --hardware scores one profile", len(unseen),
+                    len(scored), ", ".join(unseen[:3]) + (", ..." if len(unseen) > 3 else ""))
 
 
 def run_evaluate(args) -> int:

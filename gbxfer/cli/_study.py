@@ -12,8 +12,8 @@ from ..errors import GbxferError
 from ..manifests import write_file
 from ..model import SavedModel, load_model_config
 from ._common import (MODEL_HELP, SHOTS_HELP, fraction, holdout_split, input_path,
-                      load_dataset_arg, model_path, output_file, positive_int, require_hardware,
-                      shots_option)
+                      load_dataset_arg, model_path, non_negative_int, output_file, positive_int,
+                      require_hardware, shots_option)
 
 log = logging.getLogger("gbxfer")
 # the databases Optuna supports, as SQLAlchemy URLs BACKEND[+DRIVER]://...
@@ -107,7 +107,7 @@ def add_parser(verbs, common):
     p.add_argument("--metric", choices=["top1", "top5", "pca", "apeak5"],
                    help="what the study maximises (default: top1 for a model study, pca for a "
                         "transfer study)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=non_negative_int, default=0)
     p.add_argument("--export", type=output_file, metavar="YAML",
                    help="write the best parameters as a model config")
     p.set_defaults(run=run)

@@ -6,6 +6,7 @@ import logging
 
 from ..errors import GbxferError
 from ..model import SavedModel, load_model_config
+from ..splits import SplitSpec
 from ..transfer import TransferConfig, draw_shots, shots_rank, transfer
 from ._common import (MODEL_HELP, SHOTS_HELP, command_stamp, fraction, holdout_split,
                       input_path, load_dataset_arg, model_path, non_negative_int, output_folder,
@@ -52,7 +53,7 @@ def add_parser(verbs, common):
                    help="the model will rank other tasks than the shots' (shots of a "
                         "calibration, before tuning a new network; as gbxfer calibrate): the "
                         "check inside the shots then holds out whole tasks, whatever K")
-    p.add_argument("--seed", type=int, default=0,
+    p.add_argument("--seed", type=non_negative_int, default=0,
                    help="seed of the shot draw, the split, the study and the added trees' "
                         "sampling (a retraining samples as the source model did; default: 0)")
     p.add_argument("--out", required=True, type=output_folder, metavar="MODEL2",
@@ -110,11 +111,25 @@ def run(args) -> int:
     if adapted.extra["transfer"].get("kept_source"):
         log.info("kept the source model: %s (draw more --shots)",
                  adapted.extra["transfer"]["kept_source"])
+    if holdout is None and model.split:  # scored where its source is (the shots left out)
+        adapted.split = source_split(model.split, target)
     adapted.extra["command"] = command_stamp()
     adapted.save(args.out)
     log.info("transferred to %s with %d shots: %s", ", ".join(target.hardware), len(shots),
              args.out)
     return 0
+
+
+def source_split(split: dict, target) -> dict | None:
+    """The source model's split for the transferred model, where it applies to the target
+    data (a by-hardware split of a family the target lacks does not)."""
+    try:
+        SplitSpec.from_dict(split).test_mask(target)
+    except GbxferError:
+        log.warning("the source model's split (%s) does not apply to the target data: the "
+                    "transferred model carries none", split.get("kind"))
+        return None
+    return split
 
 
 def guard_choice(guard: dict) -> str:

@@ -15,6 +15,7 @@ Profiles are looked up by path, then by name (:func:`gbxfer.config_files.find_co
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 import yaml
@@ -66,14 +67,11 @@ def load_profile(name_or_path: str) -> HardwareProfile:
     descriptor = doc.get("descriptor", {}) or {}
     if not isinstance(descriptor, dict):
         raise GbxferError(f"{path}: descriptor must be a mapping of field -> number")
-    for field, value in descriptor.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                0 <= value < 1e12):
-            raise GbxferError(f"{path}: descriptor field {field!r} must be a number >= 0, "
-                              f"got {value!r}")
-    if descriptor.get("threads", doc["threads"]) != doc["threads"]:
-        raise GbxferError(f"{path}: descriptor threads {descriptor['threads']!r} differs from "
-                          f"the profile's threads {doc['threads']!r}")
+    for field, value in descriptor.items():  # null or .nan: not measured
+        if value is not None and (isinstance(value, bool) or not isinstance(
+                value, (int, float)) or value < 0 or value == math.inf):
+            raise GbxferError(f"{path}: descriptor field {field!r} must be a number >= 0 "
+                              f"(or null: not measured), got {value!r}")
     machine = doc.get("machine", "")
     if not isinstance(machine, str) or (machine and not machine.isprintable()):
         raise GbxferError(f"{path}: field 'machine' must be a printable string (CPU model and "

@@ -21,7 +21,7 @@ PARAM_DOMAINS = {
     "n_estimators": (True, lambda v: v >= 1, "an integer >= 1"),
     "learning_rate": (False, lambda v: v > 0, "a number > 0"),
     "num_leaves": (True, lambda v: v >= 2, "an integer >= 2"),
-    "max_depth": (True, lambda v: v == -1 or v >= 1, "-1 (no limit) or an integer >= 1"),
+    "max_depth": (True, lambda v: True, "an integer (<= 0: no limit in LightGBM)"),
     "subsample": (False, lambda v: 0 < v <= 1, "a fraction in (0, 1]"),
     "colsample_bytree": (False, lambda v: 0 < v <= 1, "a fraction in (0, 1]"),
     "reg_lambda": (False, lambda v: v >= 0, "a number >= 0"),

@@ -93,7 +93,7 @@ class TransferConfig:
                                   f"{_domain(field.default, field.name)}, got {value!r}")
         config = dataclasses.replace(config, **{  # 60.0 in a YAML file: 60 trees
             f.name: int(getattr(config, f.name)) for f in dataclasses.fields(cls)
-            if type(f.default) is int})
+            if type(f.default) is int and float(getattr(config, f.name)).is_integer()})
         if config.mode not in MODES:
             raise GbxferError(f"unknown transfer mode {config.mode!r}; modes: {', '.join(MODES)}")
         if config.fallback not in FALLBACKS:
@@ -115,6 +115,8 @@ def _domain(default, name: str) -> str:
         return "0 (as in the source model) or an integer >= 2"
     if name == "source_fraction":
         return "a fraction in [0, 1]"
+    if name == "min_child_samples":
+        return "0 (as in the source model), a count >= 1 or a fraction in (0, 1)"
     return ("an integer >= 0" if isinstance(default, int) else
             "a number > 0" if name in _POSITIVE else "a number >= 0")
 
@@ -126,6 +128,8 @@ def _in_domain(default, value, name: str) -> bool:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(
             value) or value < 0:
         return False
+    if name == "min_child_samples":  # as GBCostRanker's: a count or a fraction of the rows
+        return value < 1 or float(value).is_integer()
     if isinstance(default, int) and not float(value).is_integer():
         return False
     return not ((name in _POSITIVE and value == 0) or (name == "num_leaves" and value == 1)
@@ -300,12 +304,10 @@ def _kept(model: SavedModel, shots: Dataset, config: TransferConfig, seed: int,
 def _adapted(model: SavedModel, ranker, partner, shots: Dataset, config: TransferConfig,
              seed: int, holdout: SplitSpec | None, guard: dict | None = None) -> SavedModel:
     """The transferred model: ``ranker`` and ``partner`` (or None) with the source's columns,
-    and the shots and the split in its metadata (so that evaluation leaves them out): the
-    ``holdout`` the shots were drawn outside of, else the source model's own split, so that
-    the transferred model is scored on the part the source model is scored on."""
+    and the shots and the split in its metadata (so that evaluation leaves them out)."""
     ids = list(model.train_record_ids) + shots.records["record_id"].tolist()
     return SavedModel(ranker, model.columns, sorted(set(model.hardware) | set(shots.hardware)),
-                      holdout.to_dict() if holdout else model.split, ids,
+                      holdout.to_dict() if holdout else None, ids,
                       {"transfer": {**dataclasses.asdict(config), "seed": seed,
                                     "n_shots": len(shots),
                                     "shot_record_ids": shots.records["record_id"].tolist(),
