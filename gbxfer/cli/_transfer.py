@@ -25,8 +25,9 @@ def add_parser(verbs, common):
                     "kept only if it wins beyond one standard error (else MODEL2 is MODEL, the "
                     "shots recorded). With --holdout the shots come only from the training "
                     "part, and `gbxfer evaluate MODEL2 TARGET_DATASET` scores only what the "
-                    "transfer did not see; without it MODEL2 keeps MODEL's split, so that "
-                    "both are scored on the same part (the shots left out).")
+                    "transfer did not see; without it MODEL2 keeps MODEL's split where it "
+                    "applies to the target data, so that both are scored on the same part "
+                    "(the shots left out).")
     p.add_argument("model", type=model_path, metavar="MODEL",
                    help=f"the source model: {MODEL_HELP}")
     p.add_argument("--target-data", required=True, type=input_path, metavar="DATASET",
