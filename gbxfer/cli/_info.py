@@ -50,4 +50,3 @@ def run(args) -> int:
     print(format_table(rows, ["hardware", "task", "n_records", "n_valid", "latency_min",
                               "latency_median", "latency_max"]))
     return 0
-
