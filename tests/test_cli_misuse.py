@@ -261,3 +261,24 @@ def test_ingest_reads_a_source_named_twice_once(tmp_path, capsys):
     assert main(["ingest", str(sample), str(sample), "--out", str(tmp_path / "o")]) == 0
     assert "named more than once" in capsys.readouterr().err
     assert len(load_dataset(tmp_path / "o")) == len(load_dataset(sample))
+
+
+def test_online_with_another_cost_model_is_refused(capsys):
+    line = run_error(["tune", "--suite", "networks", "--hardware", PROFILE, "--trials", "2",
+                      "--out", "OUT", "--cost-model", "random", "--online", "blend"], capsys)
+    assert "--online" in line and "random" in line
+
+
+def test_herding_takes_no_seed(capsys):
+    line = run_error(["suite", "show", "networks", "--first", "3", "--seed", "99"], capsys)
+    assert "herding" in line and "--seed" in line
+    assert main(["suite", "show", "networks", "--first", "3", "--seed", "99", "--method",
+                 "random", "--names"]) == 0
+
+
+def test_probe_refuses_more_threads_than_cores(capsys):
+    import os
+
+    line = run_error(["hardware", "probe", "--threads", str((os.cpu_count() or 1) + 1)],
+                     capsys)
+    assert "cores" in line

@@ -77,6 +77,9 @@ def run_probe(args) -> int:
     if not isas:
         raise GbxferError("no known vector ISA found in /proc/cpuinfo")
     threads = args.threads or sorted({1, os.cpu_count() or 1})
+    if max(threads) > (os.cpu_count() or 1):
+        raise GbxferError(f"--threads {max(threads)}: this machine has {os.cpu_count()} "
+                          "cores; a profile's threads must fit on it")
     texts = []
     for isa in isas:
         for n in threads:

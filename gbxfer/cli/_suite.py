@@ -50,6 +50,8 @@ def run(args) -> int:
     tasks = list(suite.tasks)
     if not args.first and (args.method != "herding" or args.seed):
         raise GbxferError("--method and --seed choose the --first N tasks; add --first N")
+    if args.method == "herding" and args.seed:
+        raise GbxferError("herding is deterministic: --seed seeds --method coreset or random")
     if args.first and args.first >= len(tasks):
         log.warning("--first %d: the suite holds %d tasks, all listed", args.first, len(tasks))
     if args.first:

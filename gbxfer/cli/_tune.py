@@ -76,14 +76,15 @@ def add_parser(verbs, common):
     p.add_argument("--model", metavar="MODEL",
                    help="with --cost-model gbxfer: a gbxfer model folder, 'pretrained' (the "
                         "default: shipped) or 'none' (cold start)")
-    p.add_argument("--online", choices=MODES, default=DEFAULT_MODE,
+    p.add_argument("--online", choices=MODES,
                    help="how the run's measurements update the gbxfer model: blend (the model "
                         "refined on them, blended with a model of them alone by which ranked "
                         "the latest rounds better), local (blend, both models fitted per task "
                         "on that task's measurements alone), choose (default: per task, the "
                         "blend pair or the local one, whichever ranked its latest rounds "
                         "better), refine (the model refined only), session (their own model "
-                        "after a task's first round), prior (never updated)")
+                        "after a task's first round), prior (never updated); gbxfer's cost "
+                        "model only")
     p.add_argument("--input-shape", type=input_shape_option, action="append",
                    metavar="NAME=D1,D2,...",
                    help="with --onnx: the shape of input NAME, fixing its dynamic dimensions "
@@ -193,9 +194,11 @@ def run(args) -> int:
     if args.parallel_within is not None and not network_source:
         raise GbxferError("--parallel-within chooses the programs a --relax or --onnx network "
                           "is built with")
-    if args.model is not None and args.cost_model != "gbxfer":
-        raise GbxferError(f"--model is gbxfer's cost model's; --cost-model {args.cost_model} "
-                          "takes none")
+    for option, value in (("--model", args.model), ("--online", args.online)):
+        if value is not None and args.cost_model != "gbxfer":
+            raise GbxferError(f"{option} is gbxfer's cost model's; --cost-model "
+                              f"{args.cost_model} takes none")
+    args.online = args.online or DEFAULT_MODE
     profile = load_profile(args.hardware)
     # TVM reads it when its thread pool starts: the network's timings use the profile's threads
     os.environ["TVM_NUM_THREADS"] = str(profile.threads)
