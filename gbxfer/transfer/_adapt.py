@@ -88,9 +88,10 @@ class TransferConfig:
         config = cls(**d)
         for field in dataclasses.fields(cls):
             value = getattr(config, field.name)
-            if not _in_domain(field.default, value, field.name):
-                raise GbxferError(f"transfer setting {field.name!r} must be "
-                                  f"{_domain(field.default, field.name)}, got {value!r}")
+            fits, words = _domain(field.default, field.name)
+            if not fits(value):
+                raise GbxferError(f"transfer setting {field.name!r} must be {words}, got "
+                                  f"{value!r}")
         config = dataclasses.replace(config, **{  # 60.0 in a YAML file: 60 trees
             f.name: int(getattr(config, f.name)) for f in dataclasses.fields(cls)
             if type(f.default) is int and float(getattr(config, f.name)).is_integer()})
@@ -102,38 +103,33 @@ class TransferConfig:
         return config
 
 
-# transfer settings whose numeric domain is narrower than "a number >= 0"
-_POSITIVE = ("target_weight", "learning_rate")
+def _whole(value) -> bool:
+    return float(value).is_integer()
 
 
-def _domain(default, name: str) -> str:
-    if isinstance(default, bool):
-        return "true or false"
-    if isinstance(default, str):
-        return "a name"
-    if name == "num_leaves":
-        return "0 (as in the source model) or an integer >= 2"
-    if name == "source_fraction":
-        return "a fraction in [0, 1]"
-    if name == "min_child_samples":
-        return "0 (as in the source model), a count >= 1 or a fraction in (0, 1)"
-    return ("an integer >= 0" if isinstance(default, int) else
-            "a number > 0" if name in _POSITIVE else "a number >= 0")
+# the numeric transfer settings whose domain is narrower than their type's (an integer >= 0,
+# a number >= 0): the test beyond that, and the domain in words
+_DOMAINS = {
+    "target_weight": (lambda v: v > 0, "a number > 0"),
+    "learning_rate": (lambda v: v > 0, "a number > 0"),
+    "source_fraction": (lambda v: v <= 1, "a fraction in [0, 1]"),
+    "num_leaves": (lambda v: _whole(v) and v != 1,
+                   "0 (as in the source model) or an integer >= 2"),
+    # as GBCostRanker's: a count or a fraction of the rows
+    "min_child_samples": (lambda v: v < 1 or _whole(v),
+                          "0 (as in the source model), a count >= 1 or a fraction in (0, 1)"),
+}
 
 
-def _in_domain(default, value, name: str) -> bool:
-    """Whether ``value`` fits the domain of a setting whose default is ``default``."""
+def _domain(default, name: str) -> tuple:
+    """(test, domain in words) of the transfer setting ``name`` whose default is ``default``."""
     if isinstance(default, (bool, str)):
-        return type(value) is type(default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(
-            value) or value < 0:
-        return False
-    if name == "min_child_samples":  # as GBCostRanker's: a count or a fraction of the rows
-        return value < 1 or float(value).is_integer()
-    if isinstance(default, int) and not float(value).is_integer():
-        return False
-    return not ((name in _POSITIVE and value == 0) or (name == "num_leaves" and value == 1)
-                or (name == "source_fraction" and value > 1))
+        return (lambda v: type(v) is type(default),
+                "true or false" if isinstance(default, bool) else "a name")
+    test, words = _DOMAINS.get(name) or ((_whole, "an integer >= 0") if isinstance(
+        default, int) else (lambda v: True, "a number >= 0"))
+    return (lambda v: not isinstance(v, bool) and isinstance(v, (int, float))
+            and math.isfinite(v) and v >= 0 and test(v)), words
 
 
 def draw_shots(target: Dataset, shots, seed: int = 0,
