@@ -186,9 +186,13 @@ def same_machine(path: Path, cpu: str, hardware: str) -> None:
 
 
 def tune_run(model_path: Path, method: str, args, out: Path) -> dict:
-    """One tuning run (skipped when its summary exists); its summary."""
-    if (out / "summary.json").exists():
-        summary = json.loads((out / "summary.json").read_text())
+    """One tuning run (skipped when its summary exists, unless Ctrl-C cut it short); its
+    summary."""
+    written = out / "summary.json"
+    if written.exists() and json.loads(written.read_text()).get("interrupted"):
+        written.unlink()  # stopped before its budget was spent: tuned again below
+    if written.exists():
+        summary = json.loads(written.read_text())
         if summary["budget"] != {"minutes": args.minutes}:
             raise SystemExit(f"{out} was tuned for {summary['budget']}, not {args.minutes:g} "
                              "minutes: give another --work")
@@ -215,7 +219,9 @@ def tune_run(model_path: Path, method: str, args, out: Path) -> dict:
         command[-2:-2] = ["--population", str(args.population), "--online",
                           args.online or DEFAULT_MODE]
     print("$", " ".join(command), flush=True)
-    subprocess.run(command, check=False)  # outputs beyond tolerance exit 2, summary written
+    done = subprocess.run(command, check=False)  # outputs beyond tolerance: 2, all written
+    if done.returncode == 130:
+        raise SystemExit(f"tuning run {out} interrupted")
     if not (out / "summary.json").exists():
         raise SystemExit(f"tuning run {out} failed")
     return json.loads((out / "summary.json").read_text())

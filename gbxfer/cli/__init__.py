@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
+import signal
 import sys
+import threading
 
 from .._version import __version__
 from ..errors import GbxferError
@@ -38,8 +41,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     level = logging.WARNING if args.quiet else logging.DEBUG if args.verbose else logging.INFO
     logging.basicConfig(level=level, format="%(message)s", stream=sys.stderr, force=True)
+    interrupts: list = []
     try:
-        return int(args.run(args) or 0)
+        with _interruptible(interrupts):
+            return int(args.run(args) or 0)
     except GbxferError as error:
         text = " ".join(str(error).split())  # one line, even where a parser's message is not
         print(f"gbxfer {args.verb}: error: {text}", file=sys.stderr)
@@ -64,6 +69,34 @@ def main(argv=None) -> int:
         what = error.strerror or str(error) or type(error).__name__  # e.g. a closed connection
         print(f"gbxfer {args.verb}: error: {where}{what}", file=sys.stderr)
         return 2
+    except Exception:
+        if not interrupts:
+            raise
+        # Ctrl-C while TVM's C++ code called back into Python: TVM re-raises the
+        # KeyboardInterrupt as an error of its own
+        print(f"gbxfer {args.verb}: interrupted", file=sys.stderr)
+        return 130
+
+
+@contextlib.contextmanager
+def _interruptible(interrupts: list):
+    """Ctrl-C raises KeyboardInterrupt as usual, and is remembered in ``interrupts``: the
+    exception TVM wraps it in is then told from a failure (in the main thread, where SIGINT
+    is not ignored: a background job's stays ignored)."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        yield
+        return
+
+    def handler(signum, frame):
+        interrupts.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 if __name__ == "__main__":

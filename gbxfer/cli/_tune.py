@@ -7,6 +7,7 @@ import importlib
 import json
 import logging
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -54,8 +55,9 @@ def add_parser(verbs, common):
                     "(OUT/module.so, for tvm.runtime.load_module), runs it and ONNX Runtime on "
                     "the same seeded random inputs, compares their outputs (within rtol 1e-3, "
                     "atol 1e-4 x the output's largest value; a mismatch exits with status 2 "
-                    "after writing everything) and times both. Needs gbxfer[tvm] (--onnx: "
-                    "gbxfer[tvm,onnx]).")
+                    "after writing everything) and times both. Ctrl-C ends the run after the "
+                    "measurements in flight, writing everything (exit status 130); a second "
+                    "stops at once. Needs gbxfer[tvm] (--onnx: gbxfer[tvm,onnx]).")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--suite", help="suite name (configs/workloads) or YAML path")
     source.add_argument("--relax", type=relax_option, metavar="NETWORK|FILE.py:FUNCTION",
@@ -257,12 +259,15 @@ def run(args) -> int:
                   trials_per_iter=args.trials_per_iter, weights=weights,
                   progress=not args.quiet, repeats=args.repeats,
                   min_repeat_ms=args.min_repeat_ms, population=args.population,
-                  minutes=args.minutes, build_timeout=args.build_timeout, jobs=args.jobs)
+                  minutes=args.minutes, build_timeout=args.build_timeout, jobs=args.jobs,
+                  graceful=True)
     result.curve.assign(weighted_latency=result.weighted_latency()).to_csv(
         args.out / "curve.csv", index=False)
     plot_curve(result, args.out / "curve.png")
     best = {name: float(result.curve[f"best_{i}"].min()) if len(result.curve) else None
             for i, name in enumerate(result.names)}
+    best = {name: b if b is not None and np.isfinite(b) else None  # inf: nothing valid yet
+            for name, b in best.items()}
     trials = int(result.curve["trials"].max()) if len(result.curve) else 0
     summary = {"command": command_stamp(), "hardware": profile.name,
                "cost_model": args.cost_model, "trials": trials,
@@ -274,7 +279,7 @@ def run(args) -> int:
                "rounds": result.rounds, "best_latency": best,
                "weights": dict(zip(best, result.weights, strict=True)),
                "weighted_latency": float(result.weighted_latency().iloc[-1])
-               if len(result.curve) else None}
+               if len(result.curve) else None, "interrupted": result.interrupted}
     if args.cost_model == "gbxfer":
         online = cost_model.online
         final = list(online.weight.values())  # per task, after its last round
@@ -299,6 +304,9 @@ def run(args) -> int:
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(f"{summary['trials']} trials in {result.seconds:.0f} s; database: "
           f"{args.out / 'metaschedule'}")
+    if result.interrupted:
+        print(f"gbxfer tune: interrupted after {summary['trials']} trials; what they found is "
+              f"written to {args.out}", file=sys.stderr)
     if args.onnx and not summary["outputs_match"]:
         differ = [f"{name} (max |diff| {o['max_abs_diff']:.3g}, scale {o['scale']:.3g})"
                   if o["max_abs_diff"] is not None else f"{name} (shape {o['shape']} vs "
@@ -308,7 +316,7 @@ def run(args) -> int:
                           f"{summary['tolerance']['rtol']:g}, atol "
                           f"{summary['tolerance']['atol']:g} x scale): {', '.join(differ)}; "
                           f"everything is written to {args.out}")
-    return 0
+    return 130 if result.interrupted else 0
 
 
 def onnx_summary(network, session, profile, out: Path, seed: int,

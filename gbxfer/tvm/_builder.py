@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 import os
 
+from ._interrupt import ignore_interrupts
+
 # seconds: a tuning batch waits for its builds, and the fastest programs of 60-minute ResNet-50
 # and BERT-base runs compiled in under 2.2 s while some picks took a minute or more
 BUILD_TIMEOUT = 15.0
@@ -55,8 +57,7 @@ class PooledBuilder:
             self.close()
             self._pool = PopenPoolExecutor(
                 max_workers=self.max_workers, timeout=self.timeout_sec,
-                initializer=None if self.cores is None else functools.partial(
-                    os.sched_setaffinity, 0, set(self.cores)))
+                initializer=functools.partial(_start_worker, self.cores))
         self._built += len(build_inputs)
         jobs = [(fast_build, None, b.mod, b.target, _serialize_params(b.params))
                 for b in build_inputs]
@@ -77,6 +78,14 @@ class PooledBuilder:
             self._pool.shutdown()
             self._pool = None
         self._built = 0
+
+
+def _start_worker(cores) -> None:
+    """A build worker's initializer: its CPU affinity (None: the parent's); SIGINT left to
+    the parent (``_interrupt``)."""
+    ignore_interrupts()
+    if cores is not None:
+        os.sched_setaffinity(0, set(cores))
 
 
 def _pooled_build(job) -> str:

@@ -38,7 +38,8 @@ from ..manifests import write_file
 from ..records.targets import machine_identity
 from ..records.suite import Task
 from ._builder import PooledBuilder
-from ._collect_plan import CollectPlan, make_runner
+from ._collect_plan import CollectPlan, close_runner, make_runner
+from ._interrupt import shield_workers
 from ._database import AppendOnlyDatabase
 from ._design_space import DesignSpace, replay_programs
 from ._json import to_python
@@ -62,7 +63,7 @@ class Collector:
         self.targets = {_target_key(p): tvm.target.Target(p.target) for p in plan.profiles}
         self.databases = {p.name: AppendOnlyDatabase(plan.out / "metaschedule" / p.name)
                           for p in plan.profiles}
-        self.runners = runners or {p.name: make_runner(p, plan) for p in plan.profiles}
+        self.runners = runners  # started by run()
         self.builder = PooledBuilder(plan.build_workers, plan.build_timeout,
                                      cores=plan.build_cores)
         self.stats = {"measured": 0, "failed": 0, "timeouts": 0, "skipped_done": 0}
@@ -112,10 +113,15 @@ class Collector:
         return dataset
 
     def run(self, progress: bool = True) -> Dataset:
-        try:
-            return self._run(progress)
-        finally:
-            self.builder.close()
+        with shield_workers():  # a Ctrl-C stops this process, not its workers mid-batch
+            try:
+                self.runners = self.runners or {p.name: make_runner(p, self.plan)
+                                                for p in self.plan.profiles}
+                return self._run(progress)
+            finally:
+                self.builder.close()
+                for runner in (self.runners or {}).values():
+                    close_runner(runner)
 
     def _run(self, progress: bool) -> Dataset:
         plan = self.plan

@@ -10,6 +10,7 @@ from ..errors import GbxferError
 from ..hardware.profiles import HardwareProfile
 from ..records.dataset import Dataset
 from ..records.suite import Suite
+from ._interrupt import ignore_interrupts
 
 
 @dataclasses.dataclass
@@ -83,6 +84,13 @@ def _set_threads(n: int, cores=None) -> None:
         os.sched_setaffinity(0, cores)
 
 
+def _start_worker(n: int, cores=None) -> None:
+    """The runner worker's initializer: the profile's threads and cores; SIGINT left to the
+    parent (``_interrupt``)."""
+    ignore_interrupts()
+    _set_threads(n, cores)
+
+
 def _keep_artifact() -> None:
     """Runner clean-up that leaves the build for the next thread variant (gbxfer removes it)."""
 
@@ -100,9 +108,18 @@ def make_runner(profile: HardwareProfile, plan: CollectPlan):
         rpc = ms.runner.RPCConfig(tracker_host=host, tracker_port=int(port),
                                   tracker_key=plan.device_key(profile),
                                   session_timeout_sec=int(plan.run_timeout))
-        return ms.runner.RPCRunner(rpc_config=rpc, evaluator_config=config, max_workers=1)
+        return ms.runner.RPCRunner(rpc_config=rpc, evaluator_config=config, max_workers=1,
+                                   initializer=ignore_interrupts)
     _set_threads(profile.threads)  # read when the runner's worker starts
     return ms.runner.LocalRunner(timeout_sec=plan.run_timeout, evaluator_config=config,
-                                 initializer=functools.partial(_set_threads, profile.threads,
+                                 initializer=functools.partial(_start_worker, profile.threads,
                                                                plan.run_cores),
                                  f_cleanup=_keep_artifact)
+
+
+def close_runner(runner) -> None:
+    """Stop a runner's worker processes now (left to the garbage collector, a pool that is
+    collected on one of its own threads, after Ctrl-C, prints an error at exit)."""
+    pool = getattr(runner, "pool", None)
+    if pool is not None:
+        pool.shutdown()

@@ -32,11 +32,13 @@ from ..records.formats._metaschedule import run_latency
 from ..hardware.profiles import HardwareProfile
 from ..records.suite import Task
 from ._builder import BUILD_TIMEOUT, TIMEOUT_MESSAGE, PooledBuilder
-from ._collect_plan import CollectPlan, make_runner
+from ._collect_plan import CollectPlan, close_runner, make_runner
+from ._interrupt import shield_workers, stop_on_interrupt
 from ._logging import metaschedule_logging
 from ._task_modules import task_module
 from ._intrinsics import import_tensor_intrinsics
 
+STOPPING = "stopping after the measurements in flight (Ctrl-C again to stop at once)"
 UNLIMITED_TRIALS = 1_000_000_000  # a time budget's trial cap: MetaSchedule counts in int32
 # The evolutionary search's population with gbxfer's cost model and a time budget: mutating
 # and checking the population is most of a round's search, and in a budget of minutes every
@@ -113,12 +115,17 @@ class TimeBudget:
         self.seconds = 60.0 * minutes
         self.deadline = math.inf
         self.searching = 0.0
+        self.stopped = False
 
     def start(self) -> None:
         self.deadline = time.monotonic() + self.seconds
 
+    def stop(self) -> None:
+        """Spent from now on (Ctrl-C): no task starts another batch."""
+        self.stopped = True
+
     def spent(self) -> bool:
-        return time.monotonic() >= self.deadline
+        return self.stopped or time.monotonic() >= self.deadline
 
 
 @derived_object
@@ -212,6 +219,7 @@ class TuneResult:
     builds: dict  # seconds building, programs, timeouts (programs given up on), timeout (s)
     search_seconds: float  # the evolutionary search's, the cost model's predict within them
     population: int  # the evolutionary search's
+    interrupted: bool = False  # stopped by Ctrl-C before the budget was spent
 
     def weighted_latency(self) -> pd.Series:
         """Sum over tasks of weight x best latency, after each batch (NaN until every task has
@@ -231,7 +239,7 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
          seed: int = 0, trials_per_iter: int = 16, weights=None, progress: bool = True,
          repeats: int = 3, min_repeat_ms: int = 40, population: int | None = None,
          minutes: float | None = None, build_timeout: float = BUILD_TIMEOUT,
-         jobs: int = 1, explore: float = 0.05) -> TuneResult:
+         jobs: int = 1, explore: float = 0.05, graceful: bool = False) -> TuneResult:
     """Tune ``tasks`` (suite :class:`Task` s, or the ``ExtractedTask`` s of
     ``ms.relax_integration.extract_tasks``) on ``profile`` for ``trials`` measurements in all,
     or (``trials=None``) for ``minutes`` of wall clock from the start of MetaSchedule's tuning
@@ -247,7 +255,10 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
     the threads' timing. ``explore``: the share of each round's measurements drawn at random
     from the search's freshly sampled programs instead of picked by the cost model (the
     evolutionary search's epsilon-greedy, rounded down: the default, MetaSchedule's 0.05, draws
-    none of a 16-program round)."""
+    none of a 16-program round). Ctrl-C (in the main thread) ends the run after the batch in
+    flight, and then ``tune`` returns a result that says ``interrupted`` (``graceful``: `gbxfer
+    tune`) or raises ``KeyboardInterrupt``; a second Ctrl-C exits the process (``_interrupt``).
+    The builder's and runner's workers ignore it."""
     if (trials is None) == (minutes is None):
         raise ValueError("give exactly one budget: trials or minutes")
     budget = TimeBudget(minutes if minutes is not None else math.inf)
@@ -285,19 +296,25 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
         curve = CurveCallback(len(tasks), bar, out / "curve.csv")
         start = time.perf_counter()
         pooled = PooledBuilder(max_workers=jobs, timeout_sec=build_timeout)
-        builder = TimedBuilder(pooled)
-        runner = make_runner(profile, plan)  # seconds: its worker starts
-        curve.start = time.perf_counter()  # the curve's clock starts with the budget's
-        budget.start()  # from here, once TVM's intrinsics and the runner are loaded
-        try:
-            ms.tune_tasks(tasks=contexts, task_weights=weights, work_dir=str(out),
-                          max_trials_global=trials if trials is not None else UNLIMITED_TRIALS,
-                          num_trials_per_iter=trials_per_iter, builder=builder, runner=runner,
-                          database=database, cost_model=timed,
-                          measure_callbacks=[
-                              *ms.measure_callback.MeasureCallback.create("default"), curve])
-        finally:
-            pooled.close()
+        builder, runner = TimedBuilder(pooled), None
+        with shield_workers(), stop_on_interrupt(budget.stop, STOPPING,
+                                                 "gbxfer tune: interrupted") as stopped:
+            try:
+                runner = make_runner(profile, plan)  # seconds: its worker starts
+                curve.start = time.perf_counter()  # the curve's clock starts with the budget's
+                budget.start()  # from here, once TVM's intrinsics and the runner are loaded
+                ms.tune_tasks(
+                    tasks=contexts, task_weights=weights, work_dir=str(out),
+                    max_trials_global=trials if trials is not None else UNLIMITED_TRIALS,
+                    num_trials_per_iter=trials_per_iter, builder=builder, runner=runner,
+                    database=database, cost_model=timed,
+                    measure_callbacks=[*ms.measure_callback.MeasureCallback.create("default"),
+                                       curve])
+            finally:
+                pooled.close()
+                close_runner(runner)
+    if stopped and not (graceful and curve.rows):  # with nothing measured, nothing to write
+        raise KeyboardInterrupt
     columns = ["trials", "seconds", "task", "failures", *(f"best_{i}" for i in
                                                           range(len(tasks)))]
     return TuneResult([name for name, _ in named], weights,
@@ -305,7 +322,7 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
                       dict(timed.seconds), timed.rounds, time.perf_counter() - start,
                       {"seconds": builder.seconds, "programs": builder.programs,
                        "timeouts": builder.timeouts, "timeout": build_timeout},
-                      budget.searching, population)
+                      budget.searching, population, bool(stopped))
 
 
 def xgbmodel_pretrained(dataset):

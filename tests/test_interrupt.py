@@ -1,0 +1,138 @@
+"""Ctrl-C: the first ends a tuning run after the batch in flight with everything written, the
+second stops at once; TVM's worker processes leave SIGINT to gbxfer; an interrupt that TVM
+wraps in an error of its own is still reported as an interruption."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pandas as pd
+import pytest
+from conftest import write_host_profile
+
+from gbxfer.tvm._interrupt import stop_on_interrupt
+
+SUITE = """name: tiny
+networks:
+  toy:
+    - {op: dense, shape: {M: 32, N: 64, K: 32}, weight: 1}
+"""
+
+
+def test_first_interrupt_stops_and_the_handler_is_restored(capsys):
+    calls = []
+    before = signal.getsignal(signal.SIGINT)
+    with stop_on_interrupt(lambda: calls.append(1), "stopping", "exiting") as stopped:
+        signal.raise_signal(signal.SIGINT)
+        assert calls == [1] and stopped
+    assert signal.getsignal(signal.SIGINT) is before
+    assert capsys.readouterr().err == "stopping\n"
+
+
+def test_the_second_interrupt_exits_at_once_with_status_130():
+    """Not a KeyboardInterrupt: raised within TVM, one can abort the process."""
+    code = ("import signal\n"
+            "from gbxfer.tvm._interrupt import stop_on_interrupt\n"
+            "with stop_on_interrupt(lambda: print('stop'), 'stopping', 'exiting'):\n"
+            "    signal.raise_signal(signal.SIGINT)\n"
+            "    signal.raise_signal(signal.SIGINT)\n"
+            "    print('not reached')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (130, "stop\n",
+                                                           "stopping\nexiting\n")
+
+
+def test_an_ignored_sigint_stays_ignored():
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with stop_on_interrupt(lambda: pytest.fail("stopped"), "", "") as stopped:
+            signal.raise_signal(signal.SIGINT)
+        assert not stopped
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def test_an_interrupt_wrapped_in_another_error_is_reported_as_one(monkeypatch, capsys):
+    """TVM re-raises a KeyboardInterrupt from a Python callback as an error of its own."""
+    from gbxfer import cli
+
+    def interrupted(args):
+        try:
+            signal.raise_signal(signal.SIGINT)
+        except KeyboardInterrupt:
+            raise RuntimeError("Traceback ... KeyboardInterrupt") from None
+
+    def failing(args):
+        raise RuntimeError("a real failure")
+
+    monkeypatch.setattr(cli._info, "run", interrupted)  # read when the parser is built
+    assert cli.main(["info", "bundled"]) == 130
+    assert capsys.readouterr().err.strip() == "gbxfer info: interrupted"
+    monkeypatch.setattr(cli._info, "run", failing)
+    with pytest.raises(RuntimeError, match="a real failure"):
+        cli.main(["info", "bundled"])
+
+
+def _tune_in_its_own_group(tmp_path, trials: int):
+    """``gbxfer tune`` started as from a terminal: its own process group, SIGINT at default."""
+    (tmp_path / "tiny.yaml").write_text(SUITE)
+    out = tmp_path / "run"
+    argv = [sys.executable, "-m", "gbxfer", "tune", "-q", "--suite", str(tmp_path / "tiny.yaml"),
+            "--hardware", str(write_host_profile(tmp_path)), "--cost-model", "random",
+            "--trials", str(trials), "--trials-per-iter", "8", "--repeats", "1",
+            "--min-repeat-ms", "1", "--jobs", "2", "--out", str(out)]
+    process = subprocess.Popen(
+        argv, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 120
+    curve = out / "curve.csv"
+    while not (curve.is_file() and len(curve.read_text().splitlines()) >= 2):
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.2)
+    return process, out
+
+
+@pytest.mark.tvm
+def test_ctrl_c_ends_a_tuning_run_after_its_batch_in_flight_with_everything_written(tmp_path):
+    pytest.importorskip("tvm")
+    process, out = _tune_in_its_own_group(tmp_path, trials=400)
+    os.killpg(process.pid, signal.SIGINT)  # as a terminal does: the workers get it too
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr
+    assert "stopping after the measurements in flight" in stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["interrupted"] and 8 <= summary["trials"] < 400
+    assert f"interrupted after {summary['trials']} trials" in stderr
+    curve = pd.read_csv(out / "curve.csv")
+    assert curve["trials"].max() == summary["trials"]
+    assert curve["failures"].max() == 0  # the batch in flight ran: its workers survived
+    assert len((out / "metaschedule" / "database_tuning_record.json").read_text()
+               .splitlines()) == summary["trials"]
+
+
+@pytest.mark.tvm
+def test_a_second_ctrl_c_stops_at_once_without_a_traceback(tmp_path):
+    pytest.importorskip("tvm")
+    process, out = _tune_in_its_own_group(tmp_path, trials=400)
+    os.killpg(process.pid, signal.SIGINT)
+    watchdog = threading.Timer(120, process.kill)  # a hang fails below instead of stalling
+    watchdog.start()
+    first = []  # stderr up to the first interrupt's message: the second comes after it
+    while not first or "stopping after" not in first[-1]:
+        first.append(process.stderr.readline())
+        assert first[-1], "".join(first)
+    os.killpg(process.pid, signal.SIGINT)
+    stdout, rest = process.communicate(timeout=60)
+    watchdog.cancel()
+    stderr = "".join(first) + rest
+    assert process.returncode == 130, stderr
+    assert stderr.strip().splitlines()[-1] == "gbxfer tune: interrupted"
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr
+    assert not (out / "summary.json").exists()
