@@ -17,16 +17,15 @@ Examples
 """
 from ._version import __version__
 from .errors import GbxferError, InputError, SchemaVersionError
-from .records import Dataset, ingest, load_bundled, load_dataset
-from .splits import SplitSpec
 
-# the model layer loads scikit-learn and the boosters: imported on first use
-_LAZY = {"build": "features", "GBCostRanker": "model", "ModelConfig": "model",
-         "SavedModel": "model", "load_model_config": "model", "train": "training",
-         "evaluate": "training"}
+# imported on first use: the records load pandas and pyarrow, the model layer scikit-learn
+# and the boosters (and the `gbxfer` command starts without them: see __main__)
+_LAZY = {"Dataset": "records", "ingest": "records", "load_bundled": "records",
+         "load_dataset": "records", "SplitSpec": "splits", "build": "features",
+         "GBCostRanker": "model", "ModelConfig": "model", "SavedModel": "model",
+         "load_model_config": "model", "train": "training", "evaluate": "training"}
 
-__all__ = ["__version__", "Dataset", "load_dataset", "load_bundled", "ingest", "SplitSpec",
-           "GbxferError", "InputError", "SchemaVersionError", *_LAZY]
+__all__ = ["__version__", "GbxferError", "InputError", "SchemaVersionError", *_LAZY]
 
 
 def __getattr__(name):

@@ -40,6 +40,7 @@ import argparse
 import functools
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -219,7 +220,13 @@ def tune_run(model_path: Path, method: str, args, out: Path) -> dict:
         command[-2:-2] = ["--population", str(args.population), "--online",
                           args.online or DEFAULT_MODE]
     print("$", " ".join(command), flush=True)
-    done = subprocess.run(command, check=False)  # outputs beyond tolerance: 2, all written
+    # a Ctrl-C reaches the child too: it stops after its batch in flight (status 130) and is
+    # waited for, not killed by subprocess.run's own KeyboardInterrupt
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: None)
+    try:
+        done = subprocess.run(command, check=False)  # outputs beyond tolerance: 2, all written
+    finally:
+        signal.signal(signal.SIGINT, previous)
     if done.returncode == 130:
         raise SystemExit(f"tuning run {out} interrupted")
     if not (out / "summary.json").exists():

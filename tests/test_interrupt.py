@@ -24,23 +24,48 @@ networks:
 """
 
 
-def test_first_interrupt_stops_and_the_handler_is_restored(capsys):
+def _wait_for(condition, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return condition()
+
+
+def _blocked_in(status: str) -> bool:
+    """Whether a /proc/PID/status text shows SIGINT blocked."""
+    mask = int(next(line for line in status.splitlines() if line.startswith("SigBlk:"))
+               .split()[1], 16)
+    return bool(mask & 1 << (signal.SIGINT - 1))
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads /proc")
+def test_first_interrupt_stops_at_once_and_everything_is_restored(capsys):
     calls = []
     before = signal.getsignal(signal.SIGINT)
+    lock = threading.Lock()
+    lock.acquire()
     with stop_on_interrupt(lambda: calls.append(1), "stopping", "exiting") as stopped:
-        signal.raise_signal(signal.SIGINT)
-        assert calls == [1] and stopped
+        child = subprocess.run([sys.executable, "-c", "print(open('/proc/self/status').read())"],
+                               capture_output=True, text=True, check=True)
+        assert _blocked_in(child.stdout)  # a worker started here cannot die of it
+        os.kill(os.getpid(), signal.SIGINT)
+        assert not lock.acquire(timeout=0.5)  # the main thread waiting is no matter
+        assert _wait_for(lambda: calls == [1] and stopped)
     assert signal.getsignal(signal.SIGINT) is before
+    assert not _blocked_in(open("/proc/thread-self/status").read())
+    assert not any(t.name == "gbxfer-sigint" for t in threading.enumerate())
     assert capsys.readouterr().err == "stopping\n"
 
 
 def test_the_second_interrupt_exits_at_once_with_status_130():
     """Not a KeyboardInterrupt: raised within TVM, one can abort the process."""
-    code = ("import signal\n"
+    code = ("import os, signal, time\n"
             "from gbxfer.tvm._interrupt import stop_on_interrupt\n"
-            "with stop_on_interrupt(lambda: print('stop'), 'stopping', 'exiting'):\n"
-            "    signal.raise_signal(signal.SIGINT)\n"
-            "    signal.raise_signal(signal.SIGINT)\n"
+            "with stop_on_interrupt(lambda: print('stop', flush=True), 'stopping', 'exiting'):\n"
+            "    os.kill(os.getpid(), signal.SIGINT)\n"
+            "    time.sleep(1)\n"
+            "    os.kill(os.getpid(), signal.SIGINT)\n"
+            "    time.sleep(30)\n"
             "    print('not reached')\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60)
@@ -52,7 +77,8 @@ def test_an_ignored_sigint_stays_ignored():
     before = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         with stop_on_interrupt(lambda: pytest.fail("stopped"), "", "") as stopped:
-            signal.raise_signal(signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.2)
         assert not stopped
     finally:
         signal.signal(signal.SIGINT, before)
@@ -136,3 +162,19 @@ def test_a_second_ctrl_c_stops_at_once_without_a_traceback(tmp_path):
     assert stderr.strip().splitlines()[-1] == "gbxfer tune: interrupted"
     assert "Traceback" not in stderr and "Exception ignored" not in stderr
     assert not (out / "summary.json").exists()
+
+
+def test_ctrl_c_while_the_command_line_loads_ends_quietly():
+    """The `gbxfer` script imports gbxfer.__main__ (light), which loads the CLI itself."""
+    code = ("import sys\n"
+            "class Interrupt:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'gbxfer.cli':\n"
+            "            raise KeyboardInterrupt\n"
+            "sys.meta_path.insert(0, Interrupt())\n"
+            "from gbxfer.__main__ import main\n"
+            "assert 'pandas' not in sys.modules  # the package's face loads nothing heavy\n"
+            "sys.exit(main())\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert (done.returncode, done.stderr) == (130, "gbxfer: interrupted\n")

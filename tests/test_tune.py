@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import write_host_profile
@@ -80,6 +81,65 @@ def test_jobs_search_and_build_in_parallel(tmp_path):
     assert summary["builds"]["programs"] == 32 and summary["builds"]["timeouts"] == 0
     assert summary["search_seconds"] > 0
     assert pd.read_csv(out / "curve.csv")["failures"].iloc[-1] == 0
+
+
+def test_a_stopped_or_finished_run_continues_where_its_curve_ends(tmp_path, capsys):
+    """Rerun with the same arguments: a run killed halfway (no summary, a half-written last
+    database line) or finished continues to a larger budget, measuring no program twice."""
+    from gbxfer.cli import main
+
+    (tmp_path / "tiny.yaml").write_text(SUITE)
+    out = tmp_path / "run"
+    argv = ["tune", "-q", "--suite", str(tmp_path / "tiny.yaml"), "--tasks", "dense_16_32_16",
+            "--hardware", str(write_host_profile(tmp_path)), "--model", "none",
+            "--trials-per-iter", "8", "--population", "64", "--repeats", "1",
+            "--min-repeat-ms", "1", "--out", str(out)]
+    records = out / "metaschedule" / "database_tuning_record.json"
+    assert main([*argv, "--trials", "16"]) == 0
+    _replays_in_the_order_measured(out, tmp_path / "tiny.yaml")
+    (out / "summary.json").unlink()  # as a kill leaves it
+    with open(records, "a") as f:
+        f.write('[0, [[["Sample')  # an append cut off
+    assert main([*argv, "--trials", "24"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["trials"] == 24 and summary["continued_from"]["trials"] == 16
+    assert main([*argv, "--trials", "32"]) == 0  # a finished run, to a larger budget
+    curve = pd.read_csv(out / "curve.csv")
+    trials = curve["trials"].tolist()  # batches cut short of programs measured before
+    assert trials[:2] == [8, 16] and {24, 32} <= set(trials) and trials == sorted(trials)
+    assert curve["seconds"].is_monotonic_increasing
+    assert curve["best_0"].is_monotonic_decreasing
+    traces = [json.dumps(json.loads(line)[1][0]) for line in records.read_text().splitlines()]
+    assert len(traces) == len(set(traces)) == 32
+    capsys.readouterr()
+    for extra, words in ((["--trials", "32"], "already spent --trials 32"),
+                         (["--trials", "40", "--seed", "1"], "other arguments (--seed)")):
+        assert main([*argv, *extra]) == 2
+        assert words in capsys.readouterr().err
+    assert pd.read_csv(out / "curve.csv")["trials"].max() == 32
+
+
+def _replays_in_the_order_measured(out, suite):
+    """A resumed run's cost model learns every earlier measurement, in the database files'
+    order (TVM's get_all_tuning_records sorts by run time)."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from gbxfer.records.suite import load_suite
+    from gbxfer.tvm import GbxferCostModel
+    from gbxfer.tvm._database import records_in_order
+    from gbxfer.tvm._task_modules import task_module
+    from gbxfer.tvm._tune import replay_measured
+
+    lines = (out / "metaschedule" / "database_tuning_record.json").read_text().splitlines()
+    records = records_in_order(out / "metaschedule")
+    assert [[float(t) for t in r.run_secs] for _, r in records] == [
+        json.loads(line)[1][1] for line in lines]
+    task = load_suite(suite).select(["dense_16_32_16"]).tasks[0]
+    context = ms.TuneContext(mod=task_module(task), target=tvm.target.Target("llvm"))
+    model = GbxferCostModel(model=None)
+    measured = replay_measured(model, [context], records, 8)
+    assert len(measured) == len(lines) and len(model.costs) == len(lines)
+    assert model.costs == [float(np.mean(json.loads(line)[1][1])) for line in lines]
 
 
 def test_a_smaller_population_only_for_gbxfer_in_a_budget_of_minutes():

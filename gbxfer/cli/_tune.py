@@ -15,10 +15,12 @@ import numpy as np
 from ..errors import GbxferError
 from ..config_files import find_config
 from ..hardware.profiles import load_profile
+from ..manifests import write_file
 from ..online import DEFAULT_MODE, MODES
 from ..records._parallel import usable_cpus
 from ..records.suite import load_suite
 from ..tvm._networks import PARALLEL_WITHIN
+from ._tune_run import earlier_curve, identity
 from ._common import (a_name, command_stamp, name_list, non_negative_int, positive_float,
                       positive_int, run_folder, share)
 
@@ -57,7 +59,9 @@ def add_parser(verbs, common):
                     "atol 1e-4 x the output's largest value; a mismatch exits with status 2 "
                     "after writing everything) and times both. Ctrl-C ends the run after the "
                     "measurements in flight, writing everything (exit status 130); a second "
-                    "stops at once. Needs gbxfer[tvm] (--onnx: gbxfer[tvm,onnx]).")
+                    "stops at once. The same command again continues a stopped run, or a "
+                    "finished one to a larger budget. Needs gbxfer[tvm] (--onnx: "
+                    "gbxfer[tvm,onnx]).")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--suite", help="suite name (configs/workloads) or YAML path")
     source.add_argument("--relax", type=relax_option, metavar="NETWORK|FILE.py:FUNCTION",
@@ -240,11 +244,6 @@ def run(args) -> int:
         elif args.network:
             suite, weights = suite.network(args.network)
         tasks = list(suite.tasks)
-    earlier = [name for name in ("metaschedule/database_tuning_record.json", "summary.json")
-               if (args.out / name).is_file() and (args.out / name).stat().st_size]
-    if earlier:  # its records would mix into this run's database, search and result
-        raise GbxferError(f"{args.out}: holds an earlier tuning run ({earlier[0]}); give a new "
-                          "--out folder or remove that one")
     if args.cost_model == "gbxfer":
         from ..tvm import GbxferCostModel
 
@@ -255,14 +254,23 @@ def run(args) -> int:
                                      seed=args.seed)
     else:
         cost_model = args.cost_model
+    names = [getattr(task, "name", None) or task.task_name for task in tasks]
+    run_weights = weights if weights is not None else [task.weight for task in tasks]
+    # a stopped run of the same arguments continues; another run's folder is refused
+    earlier = earlier_curve(args.out, identity(args, names, run_weights), args)
+    continued = None if earlier is None else {
+        "trials": int(earlier["trials"].max()) if len(earlier) else 0,
+        "seconds": float(earlier["seconds"].max()) if len(earlier) else 0.0}
+    if continued is not None:
+        log.info("continuing the run in %s after its %d trials", args.out, continued["trials"])
     result = tune(tasks, profile, cost_model, args.trials, args.out, seed=args.seed,
                   trials_per_iter=args.trials_per_iter, weights=weights,
                   progress=not args.quiet, repeats=args.repeats,
                   min_repeat_ms=args.min_repeat_ms, population=args.population,
                   minutes=args.minutes, build_timeout=args.build_timeout, jobs=args.jobs,
-                  graceful=True)
-    result.curve.assign(weighted_latency=result.weighted_latency()).to_csv(
-        args.out / "curve.csv", index=False)
+                  graceful=True, earlier=earlier)
+    table = result.curve.assign(weighted_latency=result.weighted_latency())
+    write_file(args.out / "curve.csv", lambda tmp: table.to_csv(tmp, index=False))
     plot_curve(result, args.out / "curve.png")
     best = {name: float(result.curve[f"best_{i}"].min()) if len(result.curve) else None
             for i, name in enumerate(result.names)}
@@ -279,7 +287,8 @@ def run(args) -> int:
                "rounds": result.rounds, "best_latency": best,
                "weights": dict(zip(best, result.weights, strict=True)),
                "weighted_latency": float(result.weighted_latency().iloc[-1])
-               if len(result.curve) else None, "interrupted": result.interrupted}
+               if len(result.curve) else None, "interrupted": result.interrupted,
+               "continued_from": continued}
     if args.cost_model == "gbxfer":
         online = cost_model.online
         final = list(online.weight.values())  # per task, after its last round
@@ -301,7 +310,8 @@ def run(args) -> int:
     if args.onnx:
         summary.update(onnx_summary(onnx_network, session, profile, args.out, args.seed,
                                     within))
-    (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
+    write_file(args.out / "summary.json", lambda tmp: tmp.write_text(json.dumps(summary,
+                                                                              indent=1)))
     print(f"{summary['trials']} trials in {result.seconds:.0f} s; database: "
           f"{args.out / 'metaschedule'}")
     if result.interrupted:

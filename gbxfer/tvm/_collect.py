@@ -39,7 +39,6 @@ from ..records.targets import machine_identity
 from ..records.suite import Task
 from ._builder import PooledBuilder
 from ._collect_plan import CollectPlan, close_runner, make_runner
-from ._interrupt import shield_workers
 from ._database import AppendOnlyDatabase
 from ._design_space import DesignSpace, replay_programs
 from ._json import to_python
@@ -113,15 +112,14 @@ class Collector:
         return dataset
 
     def run(self, progress: bool = True) -> Dataset:
-        with shield_workers():  # a Ctrl-C stops this process, not its workers mid-batch
-            try:
-                self.runners = self.runners or {p.name: make_runner(p, self.plan)
-                                                for p in self.plan.profiles}
-                return self._run(progress)
-            finally:
-                self.builder.close()
-                for runner in (self.runners or {}).values():
-                    close_runner(runner)
+        try:
+            self.runners = self.runners or {p.name: make_runner(p, self.plan)
+                                            for p in self.plan.profiles}
+            return self._run(progress)
+        finally:
+            self.builder.close()
+            for runner in (self.runners or {}).values():
+                close_runner(runner)
 
     def _run(self, progress: bool) -> Dataset:
         plan = self.plan

@@ -16,6 +16,27 @@ from ..records.formats._metaschedule import RECORD_FILE, WORKLOAD_FILE, run_late
 from ..records.programs import canonical_json, canonical_trace_text, program_id
 
 
+def repair(folder: Path) -> None:
+    """Cut a partial last line (a killed append) off a MetaSchedule database's two files,
+    which TVM's own ``JSONDatabase`` then opens."""
+    for name in (WORKLOAD_FILE, RECORD_FILE):
+        _repair(Path(folder) / name)
+
+
+def records_in_order(folder: Path) -> list:
+    """A MetaSchedule database's tuning records in the order they were committed (TVM's
+    ``get_all_tuning_records`` sorts them by run time), each with its workload's structural
+    hash: ``[(hash, TuningRecord), ...]``."""
+    import tvm_ffi
+    from tvm.s_tir import meta_schedule as ms
+
+    workloads = [ms.database.Workload.from_json(orjson.loads(line))
+                 for line in _repair(Path(folder) / WORKLOAD_FILE)]
+    hashes = [str(tvm_ffi.structural_hash(w.mod)) for w in workloads]
+    return [(hashes[i], ms.database.TuningRecord.from_json(record, workloads[i]))
+            for i, record in map(orjson.loads, _repair(Path(folder) / RECORD_FILE))]
+
+
 def _repair(path: Path) -> list[bytes]:
     """Lines of ``path``; a last line without its newline (a killed append) is cut off."""
     if not path.exists():

@@ -4,8 +4,8 @@ A terminal's Ctrl-C sends SIGINT to every process of its group: TVM's builder an
 workers too, which die mid-batch (their programs then count as failed), while in the parent a
 KeyboardInterrupt raised in a Python callback of TVM's C++ task scheduler is wrapped in an
 error of TVM's own, or, through a frame that may not throw, aborts the process. So the workers
-leave SIGINT to the parent: they start with it blocked (``shield_workers``), then ignore it
-(``ignore_interrupts``, their initializer); and the parent's handler raises nothing inside TVM
+ignore SIGINT (``ignore_interrupts``, their initializer), and during tuning they start with it
+blocked and a thread of gbxfer's own acts on it, raising nothing inside TVM
 (``stop_on_interrupt``): the first Ctrl-C ends the run after the batch in flight, so
 everything measured is written as in a finished run; the second exits at once.
 """
@@ -24,52 +24,58 @@ def ignore_interrupts() -> None:
 
 
 @contextlib.contextmanager
-def shield_workers():
-    """Within the block, processes started by the main thread, or by threads it starts, begin
-    with SIGINT blocked (a signal mask is inherited by threads and across exec), so a Ctrl-C
-    cannot kill a worker while it starts, before its initializer ignores SIGINT. The main
-    thread blocks it too, so a thread started here receives it for the process; the main
-    thread's Python handler still runs as usual. Elsewhere than the main thread, or without
-    ``pthread_sigmask``, the block runs unchanged."""
-    if threading.current_thread() is not threading.main_thread() or \
-            not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    done = threading.Event()
-    receiver = threading.Thread(target=done.wait, name="gbxfer-sigint", daemon=True)
-    receiver.start()  # before the mask: SIGINT is delivered to it
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-        done.set()
-
-
-@contextlib.contextmanager
 def stop_on_interrupt(stop, stopping: str, exiting: str):
-    """Within the block, the first SIGINT calls ``stop()`` and prints ``stopping``; the second
-    prints ``exiting`` and ends the process with status 130 (what was written stays: a
-    KeyboardInterrupt could abort it inside TVM). Off the main thread (where signals cannot be
-    handled), or where SIGINT is ignored (a background job), the block runs unchanged. Yields
-    a list that holds an item once ``stop()`` was called."""
+    """Within the block, a thread of its own handles SIGINT at once, whatever the main thread
+    waits on: the first calls ``stop()`` and prints ``stopping``; the second prints
+    ``exiting``, kills this process's children and exits with status 130 (what was written
+    stays). Processes started within the block, by the main thread or threads it starts, begin
+    with SIGINT blocked (a signal mask is inherited by threads and across exec), so a Ctrl-C
+    cannot kill a worker while it starts, before its initializer ignores SIGINT. Off the main
+    thread (where signals cannot be handled), where SIGINT is ignored (a background job), or
+    without ``pthread_sigmask``, the block runs unchanged. Yields a list that holds an item once
+    ``stop()`` was called."""
     interrupts: list = []
     if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            signal.getsignal(signal.SIGINT) is signal.SIG_IGN or \
+            not hasattr(signal, "pthread_sigmask"):
         yield interrupts
         return
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
 
-    def handler(signum, frame):
-        if interrupts:
-            print(exiting, file=sys.stderr, flush=True)
-            sys.stdout.flush()
-            os._exit(130)
-        interrupts.append(signum)
-        stop()
-        print(stopping, file=sys.stderr, flush=True)
+    def receive() -> None:  # the signal numbers Python's C handler writes to the wakeup fd
+        while (byte := os.read(read_end, 1)) not in (b"", b"\0"):
+            if byte[0] != signal.SIGINT:
+                continue
+            if interrupts:
+                print(exiting, file=sys.stderr, flush=True)
+                _kill_children()
+                os._exit(130)
+            interrupts.append(signal.SIGINT)
+            stop()
+            print(stopping, file=sys.stderr, flush=True)
 
-    previous = signal.signal(signal.SIGINT, handler)
+    previous_fd = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: None)  # receive() acts
+    receiver = threading.Thread(target=receive, name="gbxfer-sigint", daemon=True)
+    receiver.start()  # before the mask: the signal is delivered to it
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield interrupts
     finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         signal.signal(signal.SIGINT, previous)
+        signal.set_wakeup_fd(previous_fd)
+        os.write(write_end, b"\0")  # ends receive()
+        receiver.join()
+        os.close(read_end)
+        os.close(write_end)
+
+
+def _kill_children() -> None:
+    """Kill this process's worker processes (they ignore SIGINT and would finish their job)."""
+    import psutil  # TVM's worker pools need it (a dependency of gbxfer[tvm])
+
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            child.kill()

@@ -28,12 +28,14 @@ from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
 from tvm.s_tir.meta_schedule.search_strategy import PySearchStrategy
 
+from ..manifests import write_file
 from ..records.formats._metaschedule import run_latency
 from ..hardware.profiles import HardwareProfile
 from ..records.suite import Task
 from ._builder import BUILD_TIMEOUT, TIMEOUT_MESSAGE, PooledBuilder
 from ._collect_plan import CollectPlan, close_runner, make_runner
-from ._interrupt import shield_workers, stop_on_interrupt
+from ._database import records_in_order, repair
+from ._interrupt import stop_on_interrupt
 from ._logging import metaschedule_logging
 from ._task_modules import task_module
 from ._intrinsics import import_tensor_intrinsics
@@ -111,11 +113,12 @@ class TimeBudget:
     """Minutes of wall clock (``math.inf``: no limit), counted from ``start()``; shared by
     every task's search, which adds the seconds it spends to ``searching``."""
 
-    def __init__(self, minutes: float):
+    def __init__(self, minutes: float, trials: int | None = None):
         self.seconds = 60.0 * minutes
         self.deadline = math.inf
         self.searching = 0.0
         self.stopped = False
+        self.trials = trials  # left to hand out (None: MetaSchedule's count alone)
 
     def start(self) -> None:
         self.deadline = time.monotonic() + self.seconds
@@ -125,7 +128,7 @@ class TimeBudget:
         self.stopped = True
 
     def spent(self) -> bool:
-        return self.stopped or time.monotonic() >= self.deadline
+        return self.stopped or self.trials == 0 or time.monotonic() >= self.deadline
 
 
 @derived_object
@@ -135,14 +138,21 @@ class TimeBudgetSearch(PySearchStrategy):
     each task the next time it picks it, after joining that task's batch in flight, so every
     measured batch reaches the database and the curve (ending tasks from a measure callback
     instead can end the very task the scheduler is about to hand out, which MetaSchedule
-    aborts on)."""
+    aborts on). Candidates in ``measured`` ((workload hash, printed trace) pairs: a resumed
+    run's earlier programs, which MetaSchedule's search, remembering only its own, would
+    measure again) are left out of a batch, unless that leaves none."""
 
-    def __init__(self, inner, budget: TimeBudget):
+    def __init__(self, inner, budget: TimeBudget, measured: set | None = None):
         super().__init__()
         self.inner = inner
         self.budget = budget
+        self.measured = measured if measured is not None else set()
+        self.workload = ""  # the task's structural hash, once initialized
 
     def _initialize_with_tune_context(self, context) -> None:
+        import tvm_ffi
+
+        self.workload = str(tvm_ffi.structural_hash(context.mod))
         self.inner._initialize_with_tune_context(context)
 
     def pre_tuning(self, max_trials, num_trials_per_iter, design_spaces, database=None,
@@ -158,6 +168,12 @@ class TimeBudgetSearch(PySearchStrategy):
             return None
         start = time.perf_counter()
         candidates = self.inner.generate_measure_candidates()
+        if candidates and self.measured:
+            candidates = [c for c in candidates if (self.workload, str(c.sch.trace))
+                          not in self.measured] or candidates
+        if candidates is not None and self.budget.trials is not None:
+            candidates = list(candidates)[:self.budget.trials]  # the last batch, cut
+            self.budget.trials -= len(candidates)
         self.budget.searching += time.perf_counter() - start
         return candidates
 
@@ -165,23 +181,30 @@ class TimeBudgetSearch(PySearchStrategy):
         self.inner.notify_runner_results(measure_candidates, results)
 
     def clone(self):
-        return TimeBudgetSearch(self.inner.clone(), self.budget)
+        return TimeBudgetSearch(self.inner.clone(), self.budget, self.measured)
 
 
 @derived_object
 class CurveCallback(PyMeasureCallback):
     """Records, after every measured batch, the best latency so far of each task (and appends
-    it to ``path``, a CSV file, so that an interrupted run keeps its curve)."""
+    it to ``path``, a CSV file, so that an interrupted run keeps its curve); continues
+    ``earlier`` rows (a resumed run's), whose seconds the clock then starts from."""
 
-    def __init__(self, n_tasks: int, bar=None, path=None):
+    def __init__(self, n_tasks: int, bar=None, path=None, earlier: pd.DataFrame | None = None):
         super().__init__()
         self.path = path
-        self.start = time.perf_counter()
-        self.best = [float("inf")] * n_tasks
-        self.trials = 0
-        self.failures = 0
-        self.rows: list[dict] = []
+        self.rows: list[dict] = [] if earlier is None else earlier.to_dict("records")
+        last = self.rows[-1] if self.rows else {}
+        self.earlier_seconds = float(last.get("seconds", 0.0))
+        self.start = time.perf_counter() - self.earlier_seconds
+        self.best = [float(last.get(f"best_{i}", math.inf)) for i in range(n_tasks)]
+        self.trials = int(last.get("trials", 0))
+        self.failures = int(last.get("failures", 0))
         self.bar = bar
+        if path is not None:  # the earlier rows, as measured (without what the CLI adds)
+            table = pd.DataFrame(self.rows, columns=[
+                "trials", "seconds", "task", "failures", *(f"best_{i}" for i in range(n_tasks))])
+            write_file(path, lambda tmp: table.to_csv(tmp, index=False))
 
     def apply(self, task_scheduler, task_id, measure_candidates, builder_results,
               runner_results) -> None:
@@ -198,8 +221,6 @@ class CurveCallback(PyMeasureCallback):
         self.rows.append(row)
         if self.path is not None:
             with open(self.path, "a") as f:
-                if len(self.rows) == 1:
-                    f.write(",".join(row) + "\n")
                 f.write(",".join(str(v) for v in row.values()) + "\n")
         if self.bar is not None:
             self.bar.update(len(measure_candidates))
@@ -239,7 +260,8 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
          seed: int = 0, trials_per_iter: int = 16, weights=None, progress: bool = True,
          repeats: int = 3, min_repeat_ms: int = 40, population: int | None = None,
          minutes: float | None = None, build_timeout: float = BUILD_TIMEOUT,
-         jobs: int = 1, explore: float = 0.05, graceful: bool = False) -> TuneResult:
+         jobs: int = 1, explore: float = 0.05, graceful: bool = False,
+         earlier: pd.DataFrame | None = None) -> TuneResult:
     """Tune ``tasks`` (suite :class:`Task` s, or the ``ExtractedTask`` s of
     ``ms.relax_integration.extract_tasks``) on ``profile`` for ``trials`` measurements in all,
     or (``trials=None``) for ``minutes`` of wall clock from the start of MetaSchedule's tuning
@@ -258,10 +280,11 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
     none of a 16-program round). Ctrl-C (in the main thread) ends the run after the batch in
     flight, and then ``tune`` returns a result that says ``interrupted`` (``graceful``: `gbxfer
     tune`) or raises ``KeyboardInterrupt``; a second Ctrl-C exits the process (``_interrupt``).
-    The builder's and runner's workers ignore it."""
+    The builder's and runner's workers ignore it. ``earlier``: the curve of a run stopped
+    in ``out``, continued: its database's measurements first update the cost model, its
+    trials and seconds count against the budget, and its rows begin the curve."""
     if (trials is None) == (minutes is None):
         raise ValueError("give exactly one budget: trials or minutes")
-    budget = TimeBudget(minutes if minutes is not None else math.inf)
     population = population if population is not None else default_population(cost_model,
                                                                               minutes)
     import tvm
@@ -269,16 +292,25 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
 
     out = Path(out)
     (out / "metaschedule").mkdir(parents=True, exist_ok=True)
+    repair(out / "metaschedule")  # a run killed while appending to it
+    previous = records_in_order(out / "metaschedule") if earlier is not None else []
+    spent, done = 0.0, len(previous)  # the database may hold a batch the curve lacks
+    if earlier is not None and len(earlier):
+        spent, done = float(earlier["seconds"].max()), max(done, int(earlier["trials"].max()))
+    budget = TimeBudget(minutes - spent / 60 if minutes is not None else math.inf,
+                        trials - done if trials is not None and earlier is not None else None)
     weights = [float(w) for w in weights] if weights is not None else [
         float(t.weight) for t in tasks]
     target = tvm.target.Target(profile.target)
     named = [_name_and_module(task) for task in tasks]
     import_tensor_intrinsics()
 
+    measured: set = set()  # a resumed run's earlier programs' traces
+
     def search():
         evolutionary = ms.search_strategy.EvolutionarySearch(population_size=population,
                                                              eps_greedy=explore)
-        return TimeBudgetSearch(evolutionary, budget)
+        return TimeBudgetSearch(evolutionary, budget, measured)
 
     contexts = [ms.TuneContext(mod=mod, target=target, space_generator="post-order-apply",
                                search_strategy=search(), task_name=name, rand_state=seed + i,
@@ -289,27 +321,31 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
     timed = TimedCostModel(ms.cost_model.CostModel.create(cost_model) if isinstance(
         cost_model, str) else cost_model)
     database = ms.database.JSONDatabase(work_dir=str(out / "metaschedule"))
+    measured.update(replay_measured(timed.inner, contexts, previous, trials_per_iter))
     with tqdm(total=trials, unit=" trials", desc=f"tune {profile.name}" + (
               f" ({minutes:g} min)" if minutes is not None else ""),
               disable=None if progress else True) as bar, metaschedule_logging():
-        (out / "curve.csv").unlink(missing_ok=True)
-        curve = CurveCallback(len(tasks), bar, out / "curve.csv")
+        curve = CurveCallback(len(tasks), bar, out / "curve.csv", earlier)
+        curve.trials = done
+        bar.update(done)
         start = time.perf_counter()
         pooled = PooledBuilder(max_workers=jobs, timeout_sec=build_timeout)
         builder, runner = TimedBuilder(pooled), None
-        with shield_workers(), stop_on_interrupt(budget.stop, STOPPING,
-                                                 "gbxfer tune: interrupted") as stopped:
+        with stop_on_interrupt(budget.stop, STOPPING, "gbxfer tune: interrupted") as stopped:
             try:
                 runner = make_runner(profile, plan)  # seconds: its worker starts
-                curve.start = time.perf_counter()  # the curve's clock starts with the budget's
+                # the curve's clock starts with the budget's
+                curve.start = time.perf_counter() - curve.earlier_seconds
                 budget.start()  # from here, once TVM's intrinsics and the runner are loaded
-                ms.tune_tasks(
-                    tasks=contexts, task_weights=weights, work_dir=str(out),
-                    max_trials_global=trials if trials is not None else UNLIMITED_TRIALS,
-                    num_trials_per_iter=trials_per_iter, builder=builder, runner=runner,
-                    database=database, cost_model=timed,
-                    measure_callbacks=[*ms.measure_callback.MeasureCallback.create("default"),
-                                       curve])
+                if not budget.spent():  # (a resumed run can have spent it: then finished)
+                    ms.tune_tasks(
+                        tasks=contexts, task_weights=weights, work_dir=str(out),
+                        max_trials_global=trials - done if trials is not None
+                        else UNLIMITED_TRIALS,
+                        num_trials_per_iter=trials_per_iter, builder=builder, runner=runner,
+                        database=database, cost_model=timed,
+                        measure_callbacks=[
+                            *ms.measure_callback.MeasureCallback.create("default"), curve])
             finally:
                 pooled.close()
                 close_runner(runner)
@@ -323,6 +359,26 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
                       {"seconds": builder.seconds, "programs": builder.programs,
                        "timeouts": builder.timeouts, "timeout": build_timeout},
                       budget.searching, population, bool(stopped))
+
+
+def replay_measured(cost_model, contexts, records: list, per_round: int) -> set:
+    """A resumed run's cost model learns what the run measured before: each task's
+    ``records`` (``records_in_order``), ``per_round`` at a time, as its updates would have.
+    Returns the records' (workload hash, printed trace) pairs."""
+    import tvm_ffi
+    from tvm.s_tir import meta_schedule as ms
+
+    measured = set()
+    for context in contexts:
+        key = str(tvm_ffi.structural_hash(context.mod))
+        mine = [record for workload, record in records if workload == key]
+        for i in range(0, len(mine), per_round):
+            part = mine[i:i + per_round]
+            results = [ms.runner.RunnerResult(r.run_secs, None if run_latency(r.run_secs)
+                                              is not None else "failed") for r in part]
+            cost_model.update(context, [r.as_measure_candidate() for r in part], results)
+        measured.update((key, str(r.trace)) for r in mine)
+    return measured
 
 
 def xgbmodel_pretrained(dataset):
