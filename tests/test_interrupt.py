@@ -31,6 +31,25 @@ def _wait_for(condition, seconds: float = 5.0) -> bool:
     return condition()
 
 
+@pytest.fixture(autouse=True)
+def sigint_at_default():
+    """The suite may run where SIGINT is ignored (a background job, which gbxfer leaves
+    ignored): these tests see it as from a terminal."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def _as_from_a_terminal() -> None:
+    """A child's SIGINT at default (not inherited as ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, preexec_fn=_as_from_a_terminal)
+
+
 def _blocked_in(status: str) -> bool:
     """Whether a /proc/PID/status text shows SIGINT blocked."""
     mask = int(next(line for line in status.splitlines() if line.startswith("SigBlk:"))
@@ -67,10 +86,21 @@ def test_the_second_interrupt_exits_at_once_with_status_130():
             "    os.kill(os.getpid(), signal.SIGINT)\n"
             "    time.sleep(30)\n"
             "    print('not reached')\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60)
+    done = _python(code)
     assert (done.returncode, done.stdout, done.stderr) == (130, "stop\n",
                                                            "stopping\nexiting\n")
+
+
+def test_build_and_run_workers_ignore_sigint():
+    """Their initializers: the parent decides what a Ctrl-C does."""
+    done = _python("import signal\n"
+                   "from gbxfer.tvm import _builder, _collect_plan\n"
+                   "for start in (lambda: _builder._start_worker(None),\n"
+                   "              lambda: _collect_plan._start_worker(1)):\n"
+                   "    signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+                   "    start()\n"
+                   "    print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)\n")
+    assert done.stdout.split() == ["True", "True"], done.stderr
 
 
 def test_an_ignored_sigint_stays_ignored():
@@ -115,7 +145,7 @@ def _tune_in_its_own_group(tmp_path, trials: int):
             "--min-repeat-ms", "1", "--jobs", "2", "--out", str(out)]
     process = subprocess.Popen(
         argv, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        preexec_fn=_as_from_a_terminal)
     deadline = time.monotonic() + 120
     curve = out / "curve.csv"
     while not (curve.is_file() and len(curve.read_text().splitlines()) >= 2):
@@ -175,6 +205,5 @@ def test_ctrl_c_while_the_command_line_loads_ends_quietly():
             "from gbxfer.__main__ import main\n"
             "assert 'pandas' not in sys.modules  # the package's face loads nothing heavy\n"
             "sys.exit(main())\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60)
+    done = _python(code)
     assert (done.returncode, done.stderr) == (130, "gbxfer: interrupted\n")

@@ -101,11 +101,14 @@ def add_parser(verbs, common):
     budget.add_argument("--minutes", type=positive_float, metavar="M",
                         help="tune for M minutes of wall clock instead, counted once TVM and "
                              "the runner's worker have started (no measurement batch starts "
-                             "after them; compiling and checking the network take extra)")
+                             "after them; compiling and checking the network take extra; a "
+                             "continued run's count from its first part's start)")
     p.add_argument("--trials-per-iter", type=_at_most(positive_int, INT32_MAX), default=16,
                    metavar="N",
                    help="measurements per search round (default: 16)")
-    p.add_argument("--out", required=True, type=run_folder, metavar="DIR")
+    p.add_argument("--out", required=True, type=run_folder, metavar="DIR",
+                   help="the run's folder; a run stopped there with the same arguments is "
+                        "continued")
     p.add_argument("--seed", type=_at_most(non_negative_int, INT32_MAX), default=0,
                    help="random seed, 0 to 2^31-1 (default: 0)")
     p.add_argument("--population", type=_at_most(positive_int, INT32_MAX),
