@@ -42,6 +42,7 @@ def earlier_curve(out: Path, run: dict, args) -> pd.DataFrame | None:
     """The curve so far of the run in ``out`` to continue (empty where it measured nothing
     yet), or None where ``out`` holds no run; refuses another run's folder, or a finished run
     whose budget this one does not extend. A fresh run's identity is written here."""
+    run = json.loads(json.dumps(run))  # as it reads back
     recorded = out / RUN
     measured = [name for name in ("metaschedule/database_tuning_record.json", "summary.json")
                 if (out / name).is_file() and (out / name).stat().st_size]

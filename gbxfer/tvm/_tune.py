@@ -128,7 +128,8 @@ class TimeBudget:
         self.stopped = True
 
     def spent(self) -> bool:
-        return self.stopped or self.trials == 0 or time.monotonic() >= self.deadline
+        return self.stopped or (self.trials is not None and self.trials <= 0) or \
+            time.monotonic() >= self.deadline
 
 
 @derived_object
