@@ -117,6 +117,38 @@ def test_a_stopped_or_finished_run_continues_where_its_curve_ends(tmp_path, caps
         assert main([*argv, *extra]) == 2
         assert words in capsys.readouterr().err
     assert pd.read_csv(out / "curve.csv")["trials"].max() == 32
+    _damaged_folders_are_refused_or_caught_up(out, argv, capsys)
+
+
+def _damaged_folders_are_refused_or_caught_up(out, argv, capsys):
+    """A lost curve is caught up from the database; damaged files are one-line errors."""
+    import shutil
+
+    lost = out.with_name("lost")
+    shutil.copytree(out, lost)
+    (lost / "curve.csv").unlink()
+    assert main_in(lost, argv, "--trials", "32") == 0  # nothing left to tune: summarized
+    summary = json.loads((lost / "summary.json").read_text())
+    assert summary["trials"] == 32 and summary["best_latency"]["dense_16_32_16"] > 0
+    for name, text, words in (
+            ("metaschedule/database_tuning_record.json", "[0, [\"x\"]]\n",
+             "line 33 is not a MetaSchedule record"),
+            ("curve.csv", "hello\n", "not a tuning curve"),
+            ("run.json", "[]", "not the arguments of a tuning run")):
+        damaged = out.with_name(name.replace("/", "-"))
+        shutil.copytree(out, damaged)
+        with open(damaged / name, "a" if name.endswith("record.json") else "w") as f:
+            f.write(text)
+        capsys.readouterr()
+        assert main_in(damaged, argv, "--trials", "40") == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and words in err[0], err
+
+
+def main_in(folder, argv, *extra) -> int:
+    from gbxfer.cli import main
+
+    return main([*argv[:argv.index("--out")], "--out", str(folder), *extra])
 
 
 def _replays_in_the_order_measured(out, suite):
@@ -128,7 +160,7 @@ def _replays_in_the_order_measured(out, suite):
     from gbxfer.tvm import GbxferCostModel
     from gbxfer.tvm._database import records_in_order
     from gbxfer.tvm._task_modules import task_module
-    from gbxfer.tvm._tune import replay_measured
+    from gbxfer.tvm._resume import replay_measured
 
     lines = (out / "metaschedule" / "database_tuning_record.json").read_text().splitlines()
     records = records_in_order(out / "metaschedule")

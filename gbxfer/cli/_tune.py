@@ -181,7 +181,7 @@ def _input_shapes(args) -> dict[str, tuple[int, ...]]:
 
 def run(args) -> int:
     try:
-        from ..tvm._tune import tune
+        from ..tvm._tune import default_population, tune
     except ImportError as exc:
         extra = "tvm,onnx" if args.onnx else "tvm"
         raise GbxferError(f"gbxfer tune needs TVM: pip install 'gbxfer[{extra}]' ({exc})") \
@@ -257,15 +257,12 @@ def run(args) -> int:
                                      seed=args.seed)
     else:
         cost_model = args.cost_model
+    # what it searches with when not given, part of the run's identity
+    args.population = args.population or default_population(cost_model, args.minutes)
     names = [getattr(task, "name", None) or task.task_name for task in tasks]
     run_weights = weights if weights is not None else [task.weight for task in tasks]
     # a stopped run of the same arguments continues; another run's folder is refused
     earlier = earlier_curve(args.out, identity(args, names, run_weights), args)
-    continued = None if earlier is None else {
-        "trials": int(earlier["trials"].max()) if len(earlier) else 0,
-        "seconds": float(earlier["seconds"].max()) if len(earlier) else 0.0}
-    if continued is not None:
-        log.info("continuing the run in %s after its %d trials", args.out, continued["trials"])
     result = tune(tasks, profile, cost_model, args.trials, args.out, seed=args.seed,
                   trials_per_iter=args.trials_per_iter, weights=weights,
                   progress=not args.quiet, repeats=args.repeats,
@@ -291,7 +288,7 @@ def run(args) -> int:
                "weights": dict(zip(best, result.weights, strict=True)),
                "weighted_latency": float(result.weighted_latency().iloc[-1])
                if len(result.curve) else None, "interrupted": result.interrupted,
-               "continued_from": continued}
+               "continued_from": result.continued_from}
     if args.cost_model == "gbxfer":
         online = cost_model.online
         final = list(online.weight.values())  # per task, after its last round

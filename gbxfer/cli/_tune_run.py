@@ -57,7 +57,10 @@ def earlier_curve(out: Path, run: dict, args) -> pd.DataFrame | None:
     try:
         before = json.loads(recorded.read_text())
     except (OSError, ValueError) as exc:
-        raise GbxferError(f"{recorded}: unreadable ({exc})") from None
+        before = exc
+    if not isinstance(before, dict):
+        raise GbxferError(f"{recorded}: not the arguments of a tuning run; give a new --out "
+                          "folder") from None
     differ = sorted(key for key in before.keys() | run.keys()
                     if before.get(key) != run.get(key))
     if differ:
@@ -96,5 +99,8 @@ def _read_curve(path: Path) -> pd.DataFrame:
         curve = pd.read_csv(path)
     except (OSError, ValueError) as exc:
         raise GbxferError(f"{path}: unreadable ({exc}); give a new --out folder") from None
-    best = [c for c in curve if c.startswith("best_")]  # inf: no valid measurement yet
-    return curve.dropna(subset=["trials", "seconds", *best])  # a row cut off by a kill
+    if not {"trials", "seconds", "task", "failures"} <= set(curve):
+        raise GbxferError(f"{path}: not a tuning curve; give a new --out folder")
+    measured = [c for c in curve if c != "weighted_latency"]  # best_<i>: inf until valid
+    curve[measured] = curve[measured].apply(pd.to_numeric, errors="coerce")
+    return curve.dropna(subset=measured).reset_index(drop=True)  # a row cut off by a kill

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import orjson
 
+from ..errors import GbxferError
 from ..records.formats._metaschedule import RECORD_FILE, WORKLOAD_FILE, run_latency
 from ..records.programs import canonical_json, canonical_trace_text, program_id
 
@@ -30,11 +31,21 @@ def records_in_order(folder: Path) -> list:
     import tvm_ffi
     from tvm.s_tir import meta_schedule as ms
 
-    workloads = [ms.database.Workload.from_json(orjson.loads(line))
-                 for line in _repair(Path(folder) / WORKLOAD_FILE)]
+    workloads, records = [], []
+    for name, parse in ((WORKLOAD_FILE, lambda item: workloads.append(
+                            ms.database.Workload.from_json(item))),
+                        (RECORD_FILE, lambda item: records.append(
+                            (item[0], ms.database.TuningRecord.from_json(
+                                item[1], workloads[item[0]]))))):
+        for n, line in enumerate(_repair(Path(folder) / name), 1):
+            try:
+                parse(orjson.loads(line))
+            except (ValueError, IndexError, KeyError, TypeError, RuntimeError) as exc:
+                raise GbxferError(f"{Path(folder) / name}: line {n} is not a MetaSchedule "
+                                  f"record ({type(exc).__name__}); give a new --out "
+                                  "folder") from None
     hashes = [str(tvm_ffi.structural_hash(w.mod)) for w in workloads]
-    return [(hashes[i], ms.database.TuningRecord.from_json(record, workloads[i]))
-            for i, record in map(orjson.loads, _repair(Path(folder) / RECORD_FILE))]
+    return [(hashes[i], record) for i, record in records]
 
 
 def _repair(path: Path) -> list[bytes]:

@@ -35,6 +35,7 @@ from ..records.suite import Task
 from ._builder import BUILD_TIMEOUT, TIMEOUT_MESSAGE, PooledBuilder
 from ._collect_plan import CollectPlan, close_runner, make_runner
 from ._database import records_in_order, repair
+from ._resume import caught_up, replay_measured, workload_hash
 from ._interrupt import stop_on_interrupt
 from ._logging import metaschedule_logging
 from ._task_modules import task_module
@@ -151,9 +152,7 @@ class TimeBudgetSearch(PySearchStrategy):
         self.workload = ""  # the task's structural hash, once initialized
 
     def _initialize_with_tune_context(self, context) -> None:
-        import tvm_ffi
-
-        self.workload = str(tvm_ffi.structural_hash(context.mod))
+        self.workload = workload_hash(context.mod)
         self.inner._initialize_with_tune_context(context)
 
     def pre_tuning(self, max_trials, num_trials_per_iter, design_spaces, database=None,
@@ -242,6 +241,7 @@ class TuneResult:
     search_seconds: float  # the evolutionary search's, the cost model's predict within them
     population: int  # the evolutionary search's
     interrupted: bool = False  # stopped by Ctrl-C before the budget was spent
+    continued_from: dict | None = None  # a resumed run's earlier trials and seconds
 
     def weighted_latency(self) -> pd.Series:
         """Sum over tasks of weight x best latency, after each batch (NaN until every task has
@@ -295,15 +295,16 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
     (out / "metaschedule").mkdir(parents=True, exist_ok=True)
     repair(out / "metaschedule")  # a run killed while appending to it
     previous = records_in_order(out / "metaschedule") if earlier is not None else []
-    spent, done = 0.0, len(previous)  # the database may hold a batch the curve lacks
-    if earlier is not None and len(earlier):
-        spent, done = float(earlier["seconds"].max()), max(done, int(earlier["trials"].max()))
+    named = [_name_and_module(task) for task in tasks]
+    if earlier is not None:  # the database may hold batches the curve lacks
+        earlier = caught_up(earlier, previous, [workload_hash(mod) for _, mod in named])
+    spent = float(earlier["seconds"].iloc[-1]) if earlier is not None and len(earlier) else 0.0
+    done = int(earlier["trials"].iloc[-1]) if earlier is not None and len(earlier) else 0
     budget = TimeBudget(minutes - spent / 60 if minutes is not None else math.inf,
                         trials - done if trials is not None and earlier is not None else None)
     weights = [float(w) for w in weights] if weights is not None else [
         float(t.weight) for t in tasks]
     target = tvm.target.Target(profile.target)
-    named = [_name_and_module(task) for task in tasks]
     import_tensor_intrinsics()
 
     measured: set = set()  # a resumed run's earlier programs' traces
@@ -359,27 +360,8 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
                       dict(timed.seconds), timed.rounds, time.perf_counter() - start,
                       {"seconds": builder.seconds, "programs": builder.programs,
                        "timeouts": builder.timeouts, "timeout": build_timeout},
-                      budget.searching, population, bool(stopped))
-
-
-def replay_measured(cost_model, contexts, records: list, per_round: int) -> set:
-    """A resumed run's cost model learns what the run measured before: each task's
-    ``records`` (``records_in_order``), ``per_round`` at a time, as its updates would have.
-    Returns the records' (workload hash, printed trace) pairs."""
-    import tvm_ffi
-    from tvm.s_tir import meta_schedule as ms
-
-    measured = set()
-    for context in contexts:
-        key = str(tvm_ffi.structural_hash(context.mod))
-        mine = [record for workload, record in records if workload == key]
-        for i in range(0, len(mine), per_round):
-            part = mine[i:i + per_round]
-            results = [ms.runner.RunnerResult(r.run_secs, None if run_latency(r.run_secs)
-                                              is not None else "failed") for r in part]
-            cost_model.update(context, [r.as_measure_candidate() for r in part], results)
-        measured.update((key, str(r.trace)) for r in mine)
-    return measured
+                      budget.searching, population, bool(stopped),
+                      None if earlier is None else {"trials": done, "seconds": spent})
 
 
 def xgbmodel_pretrained(dataset):
