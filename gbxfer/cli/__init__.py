@@ -7,10 +7,10 @@ import logging
 import os
 import signal
 import sys
-import threading
 
 from .._version import __version__
 from ..errors import GbxferError
+from ..tvm._interrupt import sigint_is_ours
 from . import (_calibrate, _collect, _features, _hardware, _info, _ingest, _model, _prune,
                _study, _suite, _transfer, _tune)
 
@@ -83,8 +83,7 @@ def _interruptible(interrupts: list):
     """Ctrl-C raises KeyboardInterrupt as usual, and is remembered in ``interrupts``: the
     exception TVM wraps it in is then told from a failure (in the main thread, where SIGINT
     is not ignored: a background job's stays ignored)."""
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    if not sigint_is_ours():
         yield
         return
 

@@ -181,7 +181,7 @@ def _input_shapes(args) -> dict[str, tuple[int, ...]]:
 
 def run(args) -> int:
     try:
-        from ..tvm._tune import default_population, tune
+        from ..tvm._tune import default_population, task_name, tune
     except ImportError as exc:
         extra = "tvm,onnx" if args.onnx else "tvm"
         raise GbxferError(f"gbxfer tune needs TVM: pip install 'gbxfer[{extra}]' ({exc})") \
@@ -259,7 +259,7 @@ def run(args) -> int:
         cost_model = args.cost_model
     # what it searches with when not given, part of the run's identity
     args.population = args.population or default_population(cost_model, args.minutes)
-    names = [getattr(task, "name", None) or task.task_name for task in tasks]
+    names = [task_name(task) for task in tasks]
     run_weights = weights if weights is not None else [task.weight for task in tasks]
     # a stopped run of the same arguments continues; another run's folder is refused
     earlier = earlier_curve(args.out, identity(args, names, run_weights), args)

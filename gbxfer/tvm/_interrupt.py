@@ -23,6 +23,13 @@ def ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def sigint_is_ours() -> bool:
+    """Whether this code may handle SIGINT: in the main thread (the only one Python runs
+    signal handlers in), where it is not ignored (a background job's stays ignored)."""
+    return threading.current_thread() is threading.main_thread() and \
+        signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+
+
 @contextlib.contextmanager
 def stop_on_interrupt(stop, stopping: str, exiting: str):
     """Within the block, a thread of its own handles SIGINT at once, whatever the main thread
@@ -35,9 +42,7 @@ def stop_on_interrupt(stop, stopping: str, exiting: str):
     without ``pthread_sigmask``, the block runs unchanged. Yields a list that holds an item once
     ``stop()`` was called."""
     interrupts: list = []
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGINT) is signal.SIG_IGN or \
-            not hasattr(signal, "pthread_sigmask"):
+    if not sigint_is_ours() or not hasattr(signal, "pthread_sigmask"):
         yield interrupts
         return
     read_end, write_end = os.pipe()

@@ -250,11 +250,14 @@ class TuneResult:
         return (best * np.asarray(self.weights)).sum(axis=1, min_count=len(self.names))
 
 
+def task_name(task) -> str:
+    """A suite :class:`Task`'s or MetaSchedule's ``ExtractedTask``'s (a Relax network's) name."""
+    return task.name if isinstance(task, Task) else task.task_name
+
+
 def _name_and_module(task):
     """A suite :class:`Task` or MetaSchedule's ``ExtractedTask`` (from a Relax network)."""
-    if isinstance(task, Task):
-        return task.name, task_module(task)
-    return task.task_name, task.dispatched[0]
+    return task_name(task), task_module(task) if isinstance(task, Task) else task.dispatched[0]
 
 
 def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
