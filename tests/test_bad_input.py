@@ -72,6 +72,17 @@ def test_empty_gzip_file(tmp_path):
     _expect_error(path, None, "empty-file")
 
 
+@pytest.mark.parametrize("platforms", [[], ["cpu-a"], ["cpu-a", "cpu-b"]])
+def test_tenset_tree_without_logs_is_an_error_not_an_empty_dataset(tmp_path, platforms):
+    tree = tmp_path / "measure_records"
+    tree.mkdir()
+    for name in platforms:
+        (tree / name).mkdir()
+        (tree / name / "notes.txt").write_text("not a log")
+    error = _expect_error(tree, None, "no-data", tmp_path)
+    assert ("no platform folders" if not platforms else "no logs") in str(error)
+
+
 def test_truncated_gzip_file(ansor_dir, tmp_path):
     data = (ansor_dir / "gpu_rtx3080" / "ansor_matmul.json.gz").read_bytes()
     path = tmp_path / "cut.json.gz"

@@ -282,3 +282,20 @@ def test_probe_refuses_more_threads_than_cores(capsys):
     line = run_error(["hardware", "probe", "--threads", str((os.cpu_count() or 1) + 1)],
                      capsys)
     assert "cores" in line
+
+
+@pytest.mark.parametrize("mcpu", ["nonsense", "", "znver99"])
+def test_probe_refuses_a_cpu_llvm_does_not_know(mcpu, capsys):
+    line = parse_error(["hardware", "probe", "--mcpu", mcpu], capsys)
+    assert "--mcpu" in line and repr(mcpu) in line
+
+
+def test_probe_mcpu_check_falls_back_to_archspec_without_tvm(monkeypatch):
+    import sys
+
+    from gbxfer.cli._hardware import mcpu_option
+
+    monkeypatch.setitem(sys.modules, "tvm.target.codegen", None)  # import raises ImportError
+    assert mcpu_option("znver3") == "znver3"
+    with pytest.raises(argparse.ArgumentTypeError, match="install gbxfer"):
+        mcpu_option("nonsense")

@@ -6,12 +6,15 @@ import math
 import platform
 import re
 import shutil
+from pathlib import Path
 
 import archspec.cpu
 import pytest
+import yaml
 
 from gbxfer import GbxferError
 from gbxfer.cli import main
+from gbxfer.config_files import find_config
 from gbxfer.hardware import FIELDS, HardwareDescriptor, describe_hardware, microarch
 from gbxfer.hardware.probe import (
     CHAINS,
@@ -280,8 +283,6 @@ def test_probe_returns_descriptor_fields_apart_from_what_it_says_of_them():
 
 
 def test_probe_prints_a_profile_of_this_machine_that_loads(tmp_path, capsys):
-    import yaml
-
     from gbxfer.hardware import load_profile
     from gbxfer.hardware.probe import host_machine
     assert main(["hardware", "probe", "--isa", "sse4.2", "--threads", "1"]) == 0
@@ -310,6 +311,32 @@ def test_a_profile_loaded_from_a_path_gives_records_their_descriptor_by_name(tmp
     v = hardware_descriptor("pathonly-1t", "x86-avx2", "{}").as_dict()
     assert v["peak_gflops"] == 101.5 and v["threads"] == 1  # not 64 cores' theoretical peak
     assert load_profile("pathonly-1t").path == str(path)
+
+
+def test_a_profile_file_cannot_take_the_name_of_another_machines_profile(tmp_path):
+    from gbxfer.hardware import load_profile
+
+    shipped = yaml.safe_load(Path(find_config("hardware", "zen4-avx512-1t")).read_text())
+    path = tmp_path / "mine.yaml"
+    for machine, refused in ((shipped["machine"], False), ("AMD Ryzen 9 7950X (zen4)", True),
+                             ("", True)):
+        doc = {**shipped, "machine": machine}
+        path.write_text(yaml.safe_dump(doc))
+        if refused:
+            with pytest.raises(GbxferError, match="another machine.*name of its own"):
+                load_profile(str(path))
+        else:  # the same machine's profile, edited: its own business
+            assert load_profile(str(path)).machine == shipped["machine"]
+
+
+def test_the_probe_names_a_profile_after_the_cpu_model_where_another_machine_has_its_name():
+    from gbxfer.cli._hardware import profile_name
+
+    shipped = yaml.safe_load(Path(find_config("hardware", "zen4-avx512-1t")).read_text())
+    assert profile_name("zen4-avx512-1t", shipped["machine"]) == "zen4-avx512-1t"
+    assert (profile_name("zen4-avx512-1t", "AMD Ryzen 9 7950X 16-Core (zen4)")
+            == "amd-ryzen-9-7950x-16-core-zen4-avx512-1t")
+    assert profile_name("zen5-avx512-1t", "AMD EPYC (zen5)") == "zen5-avx512-1t"  # no such one
 
 
 def test_a_guest_with_masked_features_reads_as_its_microarchitecture():

@@ -1,13 +1,16 @@
 """``gbxfer hardware``: probe this machine into profile YAML; show a target's descriptor."""
 from __future__ import annotations
 
+import argparse
 import logging
+import re
 
 import yaml
 
 from ..errors import GbxferError
 from ..hardware.descriptor import describe_hardware
 from ..hardware import microarch
+from ..hardware.profiles import named_elsewhere
 from ..hardware.probe import ISAS, PEAK_RATIO_WARN, probe, supported_isas
 from ._common import positive_int
 
@@ -30,7 +33,7 @@ def add_parser(verbs, common):
                     help="only this ISA (default: every ISA this CPU executes)")
     pr.add_argument("--threads", type=positive_int, action="append",
                     help="thread count (repeatable; default: 1 and every core)")
-    pr.add_argument("--mcpu", help="LLVM mcpu for the target (default: this CPU's own for its "
+    pr.add_argument("--mcpu", type=mcpu_option, help="LLVM mcpu for the target (default: this CPU's own for its "
                                    "widest ISA, the ISA's generic CPU for the older ones)")
     pr.set_defaults(run=run_probe)
     sh = sub.add_parser("show", parents=[common], help="the descriptor of a target or profile",
@@ -44,6 +47,23 @@ def add_parser(verbs, common):
     sh.add_argument("target", metavar="TARGET|PROFILE")
     sh.add_argument("--json", action="store_true", help="print one JSON object")
     sh.set_defaults(run=run_show)
+
+
+def mcpu_option(text: str) -> str:
+    """``--mcpu NAME``: a CPU LLVM knows for x86-64 (TVM's LLVM when gbxfer[tvm] is installed,
+    else the CPUs archspec names), refused on one line otherwise: a profile whose target names
+    an unknown CPU would fail at its first build, or compile for a generic CPU."""
+    try:
+        from tvm.target.codegen import llvm_is_valid_cpu
+    except ImportError:
+        known = microarch.from_mcpu(text) is not None
+        hint = " archspec knows (install gbxfer[tvm] to check against LLVM's own list)"
+    else:
+        known = bool(llvm_is_valid_cpu(text, "x86_64-unknown-linux-gnu"))
+        hint = " LLVM knows for x86-64 (e.g. znver3, skylake-avx512, x86-64-v3)"
+    if not known:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a CPU{hint}")
+    return text
 
 
 def run_show(args) -> int:
@@ -118,7 +138,8 @@ def profile_document(isa: str, threads: int, mcpu: str | None = None,
     family = f"x86-{short}"
     own = microarch.llvm_mcpu(microarch.host()) if native else None
     doc = {
-        "name": f"{result['generation'] or 'host'}-{short}-{threads}t",  # one machine's
+        "name": profile_name(f"{result['generation'] or 'host'}-{short}-{threads}t",
+                             result["machine"]),
         "family": family, "machine": result["machine"],
         "description": f"{isa} code on {threads} thread(s) of this machine "
                        f"({result['machine']}): an ISA/thread profile of one physical "
@@ -127,6 +148,17 @@ def profile_document(isa: str, threads: int, mcpu: str | None = None,
                    "num-cores": os.cpu_count()},
         "threads": threads, "descriptor": result["descriptor"]}
     return doc, result
+
+
+def profile_name(name: str, machine: str) -> str:
+    """``name`` (generation, ISA, threads: one machine's), or, where a profile of another
+    machine has that name (a Ryzen where the shipped profile is an EPYC's), ``name`` after the
+    machine's CPU model (``amd-ryzen-9-7950x-zen4-avx512-1t``)."""
+    other = named_elsewhere(name)
+    if other is None or other[1] == machine:
+        return name
+    model = re.sub(r"\([^)]*\)\s*$", "", machine)
+    return "-".join(re.findall(r"[a-z0-9]+", model.lower()) + [name])
 
 
 def _peak_summary(result: dict) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from ..config_files import find_config
+from ..config_files import config_dirs, find_config
 from ..errors import GbxferError
 from ..records.targets import profile_name_problem
 
@@ -76,6 +76,11 @@ def load_profile(name_or_path: str) -> HardwareProfile:
     if not isinstance(machine, str) or (machine and not machine.isprintable()):
         raise GbxferError(f"{path}: field 'machine' must be a printable string (CPU model and "
                           f"microarchitecture, or GPU), got {machine!r}")
+    other = named_elsewhere(doc["name"], path)
+    if other is not None and machine.strip() != other[1]:
+        raise GbxferError(f"{path}: name {doc['name']!r} is the profile of another machine "
+                          f"({other[1] or 'unnamed'}, {other[0]}): records measured here would "
+                          "be mixed with its records; give this profile a name of its own")
     unknown = sorted(set(doc) - {"name", "family", "machine", "target", "threads",
                                  "description", "descriptor"})
     if unknown:
@@ -86,3 +91,18 @@ def load_profile(name_or_path: str) -> HardwareProfile:
     if Path(name_or_path).suffix in (".yaml", ".yml") or "/" in name_or_path:
         _LOADED[profile.name] = profile
     return profile
+
+
+def named_elsewhere(name: str, path: Path | None = None) -> tuple[Path, str] | None:
+    """The configs/hardware file called ``name`` (other than ``path``) and its machine, or
+    None where there is none."""
+    for folder in config_dirs("hardware"):
+        candidate = folder / f"{name}.yaml"
+        if candidate.is_file() and (path is None or not candidate.samefile(path)):
+            try:
+                doc = yaml.safe_load(candidate.read_text())
+            except yaml.YAMLError:
+                return candidate, ""
+            machine = doc.get("machine", "") if isinstance(doc, dict) else ""
+            return candidate, machine.strip() if isinstance(machine, str) else ""
+    return None

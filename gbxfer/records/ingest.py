@@ -150,10 +150,13 @@ def _plan(path: Path, hardware, steps: list) -> None:
 def _plan_tenset_tree(tree: Path, hardware, steps: list) -> None:
     """TenSet layout: one folder per platform, whose name is the hardware profile name."""
     platforms = sorted(p for p in tree.iterdir() if p.is_dir())
-    if not platforms:
-        steps.append(Step("nothing", tree, message="TenSet tree has no platform folders"))
+    before = len(steps)
     for platform in platforms:
         identity = hardware or (platform.name, None)
         for log in sorted(platform.rglob("*.json*")):
             if is_ansor_log(log):
                 steps.append(Step("ansor", log, identity))
+    if len(steps) == before:
+        steps.append(Step("nothing", tree, message="TenSet tree has no platform folders"
+                          if not platforms else "TenSet tree has no logs (*.json, *.json.gz) "
+                          "in its platform folders"))
