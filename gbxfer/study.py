@@ -30,6 +30,26 @@ from .transfer import TransferConfig, cross_validate
 log = logging.getLogger("gbxfer")
 
 
+class _QuietInterrupt(logging.Filter):
+    """Drops Optuna's two warnings about a trial that Ctrl-C stopped (its traceback, then its
+    value): the command says "interrupted" on one line, and the trial is failed in the storage
+    as before, so a rerun continues the study."""
+
+    def __init__(self):
+        super().__init__()
+        self.stopped: set[str] = set()  # "Trial N"
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        trial = record.getMessage().split(" failed with ", 1)[0]
+        if record.exc_info and isinstance(record.exc_info[1], KeyboardInterrupt):
+            self.stopped.add(trial)
+            return False
+        return trial not in self.stopped
+
+
+logging.getLogger("optuna.study._optimize").addFilter(_QuietInterrupt())
+
+
 def model_space(trial: optuna.Trial) -> dict:
     """A trial's booster parameters. Row sampling is among them since 2026-12-06: every one of
     the 20 best trials of scripts/tune_config.py's two studies drew each tree on 60-75% of the

@@ -62,7 +62,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import json
 import time
 from pathlib import Path
@@ -77,7 +76,7 @@ from gbxfer.features import build
 from gbxfer.metrics import ranking_report
 from gbxfer.model import GBCostRanker, load_model_config
 from gbxfer.pruning import calibration_order
-from gbxfer.study import chosen_transfer, study_transfer
+from gbxfer.study import chosen_transfer, digest, study_transfer
 from gbxfer.training import train
 from gbxfer.transfer import TransferConfig, draw_shots, shots_rank, transfer
 
@@ -151,14 +150,9 @@ def hardness(source: Dataset, target: Dataset) -> float:
 
 def fingerprint(source: Dataset, target: Dataset, only) -> str:
     """Names a setting's data: its source and target records (ids and latencies) and the test
-    restriction, so that a run logged on other data is not taken for one on these."""
-    digest = hashlib.sha256()
-    for ds in (source, target):
-        digest.update(pd.util.hash_pandas_object(ds.records[["record_id", "latency"]],
-                                                 index=False).to_numpy().tobytes())
-    if only is not None:
-        digest.update(np.packbits(only).tobytes())
-    return digest.hexdigest()[:12]
+    restriction, so that a run logged on other data is not taken for one on these (the first
+    12 characters of :func:`gbxfer.study.digest`, as logged since version 7)."""
+    return digest(source, target, *([] if only is None else [np.packbits(only)]))[:12]
 
 
 def report(model_predict, fm, test) -> dict:

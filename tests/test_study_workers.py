@@ -129,3 +129,26 @@ def test_a_trial_retried_twice_runs_once(tmp_path):
     _run(study, _objective, 3)
     done = _params(study)
     assert len(done) == 3 and len(set(done)) == 3
+
+
+def test_ctrl_c_in_a_trial_stops_the_study_without_optunas_traceback(tmp_path, caplog):
+    import pytest
+
+    def interrupted(trial):
+        trial.suggest_float("x", 0, 1)
+        raise KeyboardInterrupt
+
+    def broken(trial):
+        raise ValueError("a bug in the objective")
+
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    caplog.set_level("WARNING", logger="optuna")
+    with pytest.raises(KeyboardInterrupt):
+        _run(open_study("s", storage, 0), interrupted, 2)
+    assert not [r for r in caplog.records if "Trial 0" in r.getMessage()], caplog.text
+    with pytest.raises(ValueError):  # a real error is still reported, with its traceback
+        _run(open_study("s", storage, 0), broken, 2)
+    told = [r for r in caplog.records if "Trial 1 failed" in r.getMessage()]
+    assert len(told) == 2 and told[0].exc_info is not None
+    study = optuna.load_study(study_name="s", storage=storage)
+    assert [t.state for t in study.trials] == [TrialState.FAIL, TrialState.FAIL]
