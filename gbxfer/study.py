@@ -12,6 +12,7 @@ import datetime
 import logging
 import os
 import socket
+import threading
 import time
 import warnings
 
@@ -31,20 +32,21 @@ log = logging.getLogger("gbxfer")
 
 
 class _QuietInterrupt(logging.Filter):
-    """Drops Optuna's two warnings about a trial that Ctrl-C stopped (its traceback, then its
-    value): the command says "interrupted" on one line, and the trial is failed in the storage
-    as before, so a rerun continues the study."""
+    """Drops Optuna's two warnings about a trial that Ctrl-C stopped (its traceback, then the
+    value it failed with, logged right after on the same thread): the command says
+    "interrupted" on one line, and the trial is failed in the storage as before, so a rerun
+    continues the study. Every other warning passes, a later trial of the same number too."""
 
     def __init__(self):
         super().__init__()
-        self.stopped: set[str] = set()  # "Trial N"
+        self.stopped: dict[int, str] = {}  # thread -> "Trial N failed with value "
 
     def filter(self, record: logging.LogRecord) -> bool:
-        trial = record.getMessage().split(" failed with ", 1)[0]
+        message, thread = record.getMessage(), threading.get_ident()
         if record.exc_info and isinstance(record.exc_info[1], KeyboardInterrupt):
-            self.stopped.add(trial)
+            self.stopped[thread] = message.split(" failed with ", 1)[0] + " failed with value "
             return False
-        return trial not in self.stopped
+        return not message.startswith(self.stopped.pop(thread, "\0"))
 
 
 logging.getLogger("optuna.study._optimize").addFilter(_QuietInterrupt())

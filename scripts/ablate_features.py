@@ -30,7 +30,7 @@ test part, scored together; the seed is then only the model's). Mean +- 95% CI o
 and each variant's paired difference to ``all``. Choices are made on seeds 100-104
 (``--first-seed 100``) and reported on seeds 0-4. Results: scripts/results/<name>.{json,csv}.
 
-Rule for the locality features, written 2026-12-07 09:40 UTC before any run with them: they
+Rule for the locality features, committed 2026-12-07 09:27 UTC before any run with them: they
 join the ``cross`` block (the default's features) if, on seeds 100-104 with ``--blocks
 program,workload,hardware,cross --configs default``, the by-task paired PCA difference has a
 95% CI above 0 and the paired top-1 difference is >= 0; they are then reported on seeds 0-4,

@@ -151,7 +151,7 @@ def hardness(source: Dataset, target: Dataset) -> float:
 def fingerprint(source: Dataset, target: Dataset, only) -> str:
     """Names a setting's data: its source and target records (ids and latencies) and the test
     restriction, so that a run logged on other data is not taken for one on these (the first
-    12 characters of :func:`gbxfer.study.digest`, as logged since version 7)."""
+    12 characters of :func:`gbxfer.study.digest`: the same names as the logs already carry)."""
     return digest(source, target, *([] if only is None else [np.packbits(only)]))[:12]
 
 

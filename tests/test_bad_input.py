@@ -80,7 +80,7 @@ def test_tenset_tree_without_logs_is_an_error_not_an_empty_dataset(tmp_path, pla
         (tree / name).mkdir()
         (tree / name / "notes.txt").write_text("not a log")
     error = _expect_error(tree, None, "no-data", tmp_path)
-    assert ("no platform folders" if not platforms else "no logs") in str(error)
+    assert ("no platform folders" if not platforms else "no Ansor/TenSet log") in str(error)
 
 
 def test_truncated_gzip_file(ansor_dir, tmp_path):

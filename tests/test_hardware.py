@@ -313,30 +313,40 @@ def test_a_profile_loaded_from_a_path_gives_records_their_descriptor_by_name(tmp
     assert load_profile("pathonly-1t").path == str(path)
 
 
-def test_a_profile_file_cannot_take_the_name_of_another_machines_profile(tmp_path):
-    from gbxfer.hardware import load_profile
+def test_a_profile_file_cannot_take_the_name_of_another_machines_profile(tmp_path,
+                                                                        monkeypatch):
+    from gbxfer.hardware import load_profile, profiles
 
+    monkeypatch.setattr(profiles, "_LOADED", {})  # what loads here stays here
     shipped = yaml.safe_load(Path(find_config("hardware", "zen4-avx512-1t")).read_text())
     path = tmp_path / "mine.yaml"
-    for machine, refused in ((shipped["machine"], False), ("AMD Ryzen 9 7950X (zen4)", True),
-                             ("", True)):
-        doc = {**shipped, "machine": machine}
-        path.write_text(yaml.safe_dump(doc))
+    for machine, refused in ((shipped["machine"], ""), ("AMD Ryzen 9 7950X (zen4)",
+                                                        "is for AMD Ryzen"),
+                             ("", "names no machine")):
+        path.write_text(yaml.safe_dump({**shipped, "machine": machine}))
         if refused:
-            with pytest.raises(GbxferError, match="another machine.*name of its own"):
+            with pytest.raises(GbxferError, match=f"{refused}.*a name of its own"):
                 load_profile(str(path))
         else:  # the same machine's profile, edited: its own business
             assert load_profile(str(path)).machine == shipped["machine"]
+    assert load_profile("zen4-avx512-1t").path == str(path)  # as loaded from the file
+    # a working folder's configs/hardware overrides gbxfer's own by name: the user's choice
+    monkeypatch.setattr(profiles, "_LOADED", {})
+    (tmp_path / "configs" / "hardware").mkdir(parents=True)
+    (tmp_path / "configs" / "hardware" / "zen4-avx512-1t.yaml").write_text(path.read_text())
+    monkeypatch.chdir(tmp_path)
+    assert load_profile("zen4-avx512-1t").machine == ""
 
 
 def test_the_probe_names_a_profile_after_the_cpu_model_where_another_machine_has_its_name():
     from gbxfer.cli._hardware import profile_name
 
     shipped = yaml.safe_load(Path(find_config("hardware", "zen4-avx512-1t")).read_text())
-    assert profile_name("zen4-avx512-1t", shipped["machine"]) == "zen4-avx512-1t"
-    assert (profile_name("zen4-avx512-1t", "AMD Ryzen 9 7950X 16-Core (zen4)")
+    assert profile_name("zen4-avx512-1t", shipped["machine"], "AMD EPYC") == "zen4-avx512-1t"
+    assert (profile_name("zen4-avx512-1t", "AMD Ryzen 9 7950X 16-Core (zen4)",
+                         "AMD Ryzen 9 7950X 16-Core")
             == "amd-ryzen-9-7950x-16-core-zen4-avx512-1t")
-    assert profile_name("zen5-avx512-1t", "AMD EPYC (zen5)") == "zen5-avx512-1t"  # no such one
+    assert profile_name("zen5-avx512-1t", "AMD EPYC (zen5)", "AMD EPYC") == "zen5-avx512-1t"
 
 
 def test_a_guest_with_masked_features_reads_as_its_microarchitecture():

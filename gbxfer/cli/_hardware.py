@@ -10,8 +10,8 @@ import yaml
 from ..errors import GbxferError
 from ..hardware.descriptor import describe_hardware
 from ..hardware import microarch
-from ..hardware.profiles import named_elsewhere
-from ..hardware.probe import ISAS, PEAK_RATIO_WARN, probe, supported_isas
+from ..hardware.profiles import shipped_machine
+from ..hardware.probe import ISAS, PEAK_RATIO_WARN, cpu_model, probe, supported_isas
 from ._common import positive_int
 
 log = logging.getLogger("gbxfer")
@@ -33,8 +33,9 @@ def add_parser(verbs, common):
                     help="only this ISA (default: every ISA this CPU executes)")
     pr.add_argument("--threads", type=positive_int, action="append",
                     help="thread count (repeatable; default: 1 and every core)")
-    pr.add_argument("--mcpu", type=mcpu_option, help="LLVM mcpu for the target (default: this CPU's own for its "
-                                   "widest ISA, the ISA's generic CPU for the older ones)")
+    pr.add_argument("--mcpu", type=mcpu_option,
+                    help="LLVM mcpu for the target (default: this CPU's own for its widest ISA, "
+                         "the ISA's generic CPU for the older ones)")
     pr.set_defaults(run=run_probe)
     sh = sub.add_parser("show", parents=[common], help="the descriptor of a target or profile",
                         description="Print the hardware descriptor derived from a TVM target "
@@ -50,19 +51,20 @@ def add_parser(verbs, common):
 
 
 def mcpu_option(text: str) -> str:
-    """``--mcpu NAME``: a CPU LLVM knows for x86-64 (TVM's LLVM when gbxfer[tvm] is installed,
-    else the CPUs archspec names), refused on one line otherwise: a profile whose target names
-    an unknown CPU would fail at its first build, or compile for a generic CPU."""
+    """``--mcpu NAME``: an x86-64 CPU that LLVM knows (TVM's LLVM where gbxfer[tvm] works, else
+    archspec's x86-64 CPUs), refused on one line otherwise: a profile whose target names an
+    unknown CPU fails at its first build, or compiles for a generic CPU."""
     try:
         from tvm.target.codegen import llvm_is_valid_cpu
-    except ImportError:
-        known = microarch.from_mcpu(text) is not None
-        hint = " archspec knows (install gbxfer[tvm] to check against LLVM's own list)"
-    else:
+
         known = bool(llvm_is_valid_cpu(text, "x86_64-unknown-linux-gnu"))
-        hint = " LLVM knows for x86-64 (e.g. znver3, skylake-avx512, x86-64-v3)"
+        hint = "LLVM knows for x86-64 (e.g. znver3, skylake-avx512, x86-64-v3)"
+    except Exception:  # no TVM, or a TVM without LLVM: archspec's names
+        uarch = microarch.from_mcpu(text)
+        known = uarch is not None and uarch.family.name == "x86_64"
+        hint = "archspec knows for x86-64 (install gbxfer[tvm] to check LLVM's own list)"
     if not known:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a CPU{hint}")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a CPU {hint}")
     return text
 
 
@@ -139,7 +141,7 @@ def profile_document(isa: str, threads: int, mcpu: str | None = None,
     own = microarch.llvm_mcpu(microarch.host()) if native else None
     doc = {
         "name": profile_name(f"{result['generation'] or 'host'}-{short}-{threads}t",
-                             result["machine"]),
+                             result["machine"], cpu_model()),
         "family": family, "machine": result["machine"],
         "description": f"{isa} code on {threads} thread(s) of this machine "
                        f"({result['machine']}): an ISA/thread profile of one physical "
@@ -150,14 +152,13 @@ def profile_document(isa: str, threads: int, mcpu: str | None = None,
     return doc, result
 
 
-def profile_name(name: str, machine: str) -> str:
-    """``name`` (generation, ISA, threads: one machine's), or, where a profile of another
-    machine has that name (a Ryzen where the shipped profile is an EPYC's), ``name`` after the
-    machine's CPU model (``amd-ryzen-9-7950x-zen4-avx512-1t``)."""
-    other = named_elsewhere(name)
-    if other is None or other[1] == machine:
+def profile_name(name: str, machine: str, model: str) -> str:
+    """``name`` (generation, ISA, threads: one machine's), or, where gbxfer's own profile of
+    that name is another machine's (an EPYC's where this is a Ryzen), ``name`` after this CPU's
+    ``model`` (``amd-ryzen-9-7950x-zen4-avx512-1t``)."""
+    other = shipped_machine(name)
+    if not other or other == machine:
         return name
-    model = re.sub(r"\([^)]*\)\s*$", "", machine)
     return "-".join(re.findall(r"[a-z0-9]+", model.lower()) + [name])
 
 

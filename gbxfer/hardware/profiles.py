@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from ..config_files import config_dirs, find_config
+from ..config_files import PACKAGE_CONFIGS, find_config
 from ..errors import GbxferError
 from ..records.targets import profile_name_problem
 
@@ -76,11 +76,13 @@ def load_profile(name_or_path: str) -> HardwareProfile:
     if not isinstance(machine, str) or (machine and not machine.isprintable()):
         raise GbxferError(f"{path}: field 'machine' must be a printable string (CPU model and "
                           f"microarchitecture, or GPU), got {machine!r}")
-    other = named_elsewhere(doc["name"], path)
-    if other is not None and machine.strip() != other[1]:
-        raise GbxferError(f"{path}: name {doc['name']!r} is the profile of another machine "
-                          f"({other[1] or 'unnamed'}, {other[0]}): records measured here would "
-                          "be mixed with its records; give this profile a name of its own")
+    from_path = Path(name_or_path).suffix in (".yaml", ".yml") or "/" in name_or_path
+    other = shipped_machine(doc["name"], path) if from_path else ""
+    if other and machine.strip() != other:
+        told = f"is for {machine.strip()}" if machine.strip() else "names no machine"
+        raise GbxferError(f"{path}: gbxfer's own profile {doc['name']!r} is for {other} and this "
+                          f"one {told}: records measured under one name would mix the two "
+                          "machines; give this profile a name of its own (its 'name' field)")
     unknown = sorted(set(doc) - {"name", "family", "machine", "target", "threads",
                                  "description", "descriptor"})
     if unknown:
@@ -88,21 +90,24 @@ def load_profile(name_or_path: str) -> HardwareProfile:
     profile = HardwareProfile(doc["name"], doc["family"], doc["target"], doc["threads"],
                               str(doc.get("description", "")).strip(), descriptor, str(path),
                               machine.strip())
-    if Path(name_or_path).suffix in (".yaml", ".yml") or "/" in name_or_path:
+    if from_path:
         _LOADED[profile.name] = profile
     return profile
 
 
-def named_elsewhere(name: str, path: Path | None = None) -> tuple[Path, str] | None:
-    """The configs/hardware file called ``name`` (other than ``path``) and its machine, or
-    None where there is none."""
-    for folder in config_dirs("hardware"):
-        candidate = folder / f"{name}.yaml"
-        if candidate.is_file() and (path is None or not candidate.samefile(path)):
+def shipped_machine(name: str, path: Path | None = None) -> str:
+    """The machine of gbxfer's own profile called ``name`` (its package's configs/hardware,
+    not a working folder's, whose files may override it), ``""`` where there is none (or
+    ``path`` is that file, or it names no machine). Datasets refuse two machines under one
+    profile name when merged (:meth:`~gbxfer.records.dataset.Dataset.concat`); this keeps a
+    profile file from starting such a mix."""
+    for base in PACKAGE_CONFIGS:
+        shipped = base / "hardware" / f"{name}.yaml"
+        if shipped.is_file() and not (path is not None and shipped.samefile(path)):
             try:
-                doc = yaml.safe_load(candidate.read_text())
-            except yaml.YAMLError:
-                return candidate, ""
-            machine = doc.get("machine", "") if isinstance(doc, dict) else ""
-            return candidate, machine.strip() if isinstance(machine, str) else ""
-    return None
+                doc = yaml.safe_load(shipped.read_text())
+            except (OSError, UnicodeDecodeError, yaml.YAMLError):
+                return ""
+            machine = doc.get("machine") if isinstance(doc, dict) else None
+            return machine.strip() if isinstance(machine, str) else ""
+    return ""

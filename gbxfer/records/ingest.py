@@ -157,6 +157,5 @@ def _plan_tenset_tree(tree: Path, hardware, steps: list) -> None:
             if is_ansor_log(log):
                 steps.append(Step("ansor", log, identity))
     if len(steps) == before:
-        steps.append(Step("nothing", tree, message="TenSet tree has no platform folders"
-                          if not platforms else "TenSet tree has no logs (*.json, *.json.gz) "
-                          "in its platform folders"))
+        where = "platform folders" if not platforms else "Ansor/TenSet log in its platform folders"
+        steps.append(Step("nothing", tree, message=f"TenSet tree has no {where}"))
