@@ -147,6 +147,21 @@ def test_skip_bad_ingests_the_rest_and_counts_reasons(ansor_lines, tmp_path, cap
     assert info["skipped_lines"] == {"malformed-json": 1, "not-utf8": 1, "bad-cost": 1}
 
 
+def test_skip_bad_with_nothing_left_writes_nothing(ansor_lines, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["ingest", str(_log(tmp_path, ansor_lines[:2])), "--out", str(out)]) == 0
+    before = sorted(p.name for p in out.iterdir())
+    tree = tmp_path / "measure_records"
+    (tree / "cpu-a").mkdir(parents=True)
+    (tree / "cpu-a" / "folder.json").mkdir()  # a folder named like a log is not one
+    assert main(["ingest", str(tree), "--out", str(out), "--skip-bad"]) == 2
+    err = capsys.readouterr().err
+    assert "no record read" in err and "Traceback" not in err
+    assert sorted(p.name for p in out.iterdir()) == before  # the earlier dataset stands
+    assert main(["info", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_records"] == 2
+
+
 def test_skip_bad_skips_an_empty_file_among_good_ones(ansor_lines, tmp_path):
     good = _log(tmp_path, ansor_lines[:4], "good.json")
     empty = tmp_path / "empty.json"

@@ -336,6 +336,16 @@ def test_a_profile_file_cannot_take_the_name_of_another_machines_profile(tmp_pat
     (tmp_path / "configs" / "hardware" / "zen4-avx512-1t.yaml").write_text(path.read_text())
     monkeypatch.chdir(tmp_path)
     assert load_profile("zen4-avx512-1t").machine == ""
+    # ... but a file of another name there may not take a shipped profile's name either
+    (tmp_path / "configs" / "hardware" / "renamed.yaml").write_text(path.read_text())
+    with pytest.raises(GbxferError, match="names no machine"):
+        load_profile("renamed")
+    with pytest.raises(GbxferError, match="names no machine") as refused:  # said as it is
+        describe_hardware(str(path))
+    assert "unknown hardware" not in str(refused.value)
+    path.write_bytes(b"name: \xff\n")
+    with pytest.raises(GbxferError, match="unreadable"):
+        load_profile(str(path))
 
 
 def test_the_probe_names_a_profile_after_the_cpu_model_where_another_machine_has_its_name():

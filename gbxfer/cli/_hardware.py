@@ -59,9 +59,8 @@ def mcpu_option(text: str) -> str:
 
         known = bool(llvm_is_valid_cpu(text, "x86_64-unknown-linux-gnu"))
         hint = "LLVM knows for x86-64 (e.g. znver3, skylake-avx512, x86-64-v3)"
-    except Exception:  # no TVM, or a TVM without LLVM: archspec's names
-        uarch = microarch.from_mcpu(text)
-        known = uarch is not None and uarch.family.name == "x86_64"
+    except Exception:  # no TVM, or a TVM without LLVM: the LLVM names archspec gives
+        known = microarch.is_llvm_x86_cpu(text)
         hint = "archspec knows for x86-64 (install gbxfer[tvm] to check LLVM's own list)"
     if not known:
         raise argparse.ArgumentTypeError(f"{text!r} is not a CPU {hint}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -172,6 +173,8 @@ def describe_hardware(text: str) -> HardwareDescriptor:
     try:
         profile = load_profile(stripped)
     except GbxferError as exc:
+        if Path(stripped).is_file():  # a profile file, found and refused: its own reason
+            raise
         raise GbxferError(
             f"unknown hardware {text!r} ({exc}). Give a TVM target (JSON such as "
             '\'{"kind": "llvm", "mcpu": "znver3", "num-cores": 2}\' or a string such as '

@@ -187,6 +187,16 @@ def from_machine(machine: str) -> Microarchitecture | None:
     return archspec.cpu.TARGETS.get(name)
 
 
+def is_llvm_x86_cpu(mcpu: str) -> bool:
+    """Whether ``mcpu`` is an x86-64 CPU name of LLVM's that archspec's clang flags or
+    :data:`MCPU_ALIASES` give (``znver3``, ``x86-64-v3``; not archspec's own ``zen3``). The
+    flags of old clang versions count too (``icelake``, which LLVM 7 renamed): without TVM's
+    LLVM to ask, this is the check that can be made."""
+    uarch = from_mcpu(mcpu)
+    return (uarch is not None and uarch.family.name == "x86_64"
+            and (mcpu in _llvm_names() or mcpu in MCPU_ALIASES))
+
+
 def llvm_mcpu(uarch: Microarchitecture | None) -> str | None:
     """The LLVM ``mcpu`` that names ``uarch`` (zen3 -> ``znver3``), or None."""
     names = [llvm for llvm, name in _llvm_names().items()

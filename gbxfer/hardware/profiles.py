@@ -51,6 +51,8 @@ def load_profile(name_or_path: str) -> HardwareProfile:
         doc = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         raise GbxferError(f"{path}: not valid YAML ({exc})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GbxferError(f"{path}: unreadable ({exc})") from None
     if not isinstance(doc, dict):
         raise GbxferError(f"{path}: a profile is a mapping")
     for key, kind in (("name", str), ("family", str), ("target", dict), ("threads", int)):
@@ -77,7 +79,8 @@ def load_profile(name_or_path: str) -> HardwareProfile:
         raise GbxferError(f"{path}: field 'machine' must be a printable string (CPU model and "
                           f"microarchitecture, or GPU), got {machine!r}")
     from_path = Path(name_or_path).suffix in (".yaml", ".yml") or "/" in name_or_path
-    other = shipped_machine(doc["name"], path) if from_path else ""
+    # a working folder's configs/hardware/NAME.yaml of name NAME overrides gbxfer's own
+    other = "" if doc["name"] == name_or_path else shipped_machine(doc["name"], path)
     if other and machine.strip() != other:
         told = f"is for {machine.strip()}" if machine.strip() else "names no machine"
         raise GbxferError(f"{path}: gbxfer's own profile {doc['name']!r} is for {other} and this "

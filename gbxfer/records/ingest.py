@@ -153,8 +153,10 @@ def _plan_tenset_tree(tree: Path, hardware, steps: list) -> None:
     before = len(steps)
     for platform in platforms:
         identity = hardware or (platform.name, None)
+        if not os.access(platform, os.R_OK | os.X_OK):
+            steps.append(Step("nothing", platform, message="platform folder not readable"))
         for log in sorted(platform.rglob("*.json*")):
-            if is_ansor_log(log):
+            if is_ansor_log(log) and not log.is_dir():
                 steps.append(Step("ansor", log, identity))
     if len(steps) == before:
         where = "platform folders" if not platforms else "Ansor/TenSet log in its platform folders"
