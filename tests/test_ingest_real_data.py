@@ -101,6 +101,29 @@ def test_tvm027_tune_tir_database_ingests_every_record(example_db):
     assert ds.records["hardware"].iloc[0].endswith("-1c")
 
 
+def test_tenset_tree_leaves_hidden_folders_out_reads_a_log_beside_the_platforms_and_refuses_a_name(
+        ansor_dir, tmp_path):
+    from gbxfer import InputError
+
+    tree = tmp_path / "measure_records"
+    log = ansor_dir / "gpu_rtx3080" / "ansor_relu.json.gz"
+    for folder in ("rtx3080", ".ipynb_checkpoints"):
+        (tree / folder).mkdir(parents=True)
+        shutil.copy(log, tree / folder / "relu.json.gz")
+    alone = ingest([tree])
+    assert set(alone.records["hardware"]) == {"rtx3080"}  # the hidden copy is not read
+    shutil.copy(log, tree / "beside.json.gz")  # named by its lines' targets
+    both = ingest([tree])
+    assert len(both.records) == 2 * len(alone.records)
+    assert set(both.records["hardware"]) - {"rtx3080"} and "rtx3080" in set(
+        both.records["hardware"])
+    (tree / "bad name").mkdir()
+    with pytest.raises(InputError, match="platform folder name must not hold spaces"):
+        ingest([tree])
+    assert len(ingest([tree], skip_bad=True).records) == len(both.records)
+    assert set(ingest([tree], hardware=("mine", None)).records["hardware"]) == {"mine"}
+
+
 def test_tenset_tree_takes_hardware_from_platform_folder(ansor_dir, tmp_path):
     tree = tmp_path / "tenset" / "measure_records" / "rtx3080"
     tree.mkdir(parents=True)

@@ -148,16 +148,24 @@ def _plan(path: Path, hardware, steps: list) -> None:
 
 
 def _plan_tenset_tree(tree: Path, hardware, steps: list) -> None:
-    """TenSet layout: one folder per platform, whose name is the hardware profile name."""
-    platforms = sorted(p for p in tree.iterdir() if p.is_dir())
+    """TenSet layout: one folder per platform, whose name is the hardware profile name (hidden
+    folders left out); a log beside them names its hardware by its lines' targets."""
+    platforms = sorted(p for p in tree.iterdir() if p.is_dir() and not p.name.startswith("."))
     before = len(steps)
+    for log in sorted(tree.glob("*.json*")):
+        if is_ansor_log(log) and not log.is_dir():
+            steps.append(Step("ansor", log, hardware))
     for platform in platforms:
-        identity = hardware or (platform.name, None)
-        if not os.access(platform, os.R_OK | os.X_OK):
+        problem = "" if hardware else profile_name_problem(platform.name)
+        if problem:
+            steps.append(Step("nothing", platform, message=f"platform folder name {problem} "
+                              "(it names its records' hardware; or pass --hardware)"))
+        elif not os.access(platform, os.R_OK | os.X_OK):
             steps.append(Step("nothing", platform, message="platform folder not readable"))
-        for log in sorted(platform.rglob("*.json*")):
-            if is_ansor_log(log) and not log.is_dir():
-                steps.append(Step("ansor", log, identity))
+        else:
+            steps += [Step("ansor", log, hardware or (platform.name, None))
+                      for log in sorted(platform.rglob("*.json*"))
+                      if is_ansor_log(log) and not log.is_dir()]
     if len(steps) == before:
         where = "platform folders" if not platforms else "Ansor/TenSet log in its platform folders"
         steps.append(Step("nothing", tree, message=f"TenSet tree has no {where}"))
