@@ -160,6 +160,10 @@ def test_skip_bad_with_nothing_left_writes_nothing(ansor_lines, tmp_path, capsys
     assert sorted(p.name for p in out.iterdir()) == before  # the earlier dataset stands
     assert main(["info", str(out), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["n_records"] == 2
+    _log(tree / "cpu-a", ansor_lines[:3], "good.json")  # beside it, the folder is not read
+    (tree / "cpu-a" / ".ipynb_checkpoints").mkdir()
+    _log(tree / "cpu-a" / ".ipynb_checkpoints", ansor_lines[:3], "good.json")  # nor a hidden copy
+    assert ingest([tree]).summary()["n_lines"] == 3  # (a copy would merge, its lines count)
 
 
 def test_skip_bad_skips_an_empty_file_among_good_ones(ansor_lines, tmp_path):

@@ -64,14 +64,14 @@ def run(args) -> int:
                      progress=not args.quiet, machine=args.machine,
                      jobs=args.jobs)
     skipped = dataset.manifest.get("skipped", {})
-    if not len(dataset.records):  # all skipped: an empty dataset would replace OUT
-        raise GbxferError(f"nothing to write: no record read ({sum(skipped.values())} bad "
-                          f"lines or files skipped); {args.out} is left as it was")
     if skipped:
         reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(skipped.items()))
         log.warning("skipped %d bad lines or files (%s)", sum(skipped.values()), reasons)
         for example in dataset.manifest.get("skip_examples", [])[:5]:
             log.warning("  %s", example)
+    if not len(dataset):  # an empty dataset would replace OUT
+        why = "every line or file was bad and skipped" if skipped else "the sources hold none"
+        raise GbxferError(f"no record read ({why}): {args.out} not written")
     dataset.manifest.setdefault("commands", []).append(command_stamp())
     dataset.save(args.out)
     s = dataset.summary()

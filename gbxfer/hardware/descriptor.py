@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from pathlib import Path
 
 import numpy as np
 
@@ -173,7 +172,7 @@ def describe_hardware(text: str) -> HardwareDescriptor:
     try:
         profile = load_profile(stripped)
     except GbxferError as exc:
-        if Path(stripped).is_file():  # a profile file, found and refused: its own reason
+        if _profile_file(stripped):  # a profile found and refused: its own reason, not help
             raise
         raise GbxferError(
             f"unknown hardware {text!r} ({exc}). Give a TVM target (JSON such as "
@@ -183,6 +182,17 @@ def describe_hardware(text: str) -> HardwareDescriptor:
     overrides = {"threads": profile.threads, **profile.descriptor}
     return HardwareDescriptor.from_target(profile.target, profile.name, profile.family,
                                           overrides, profile.machine)
+
+
+def _profile_file(name_or_path: str) -> bool:
+    """Whether ``name_or_path`` finds a profile file (:func:`~gbxfer.config_files.find_config`)."""
+    from ..config_files import find_config
+
+    try:
+        find_config("hardware", name_or_path)
+    except GbxferError:
+        return False
+    return True
 
 
 def _cpu_fields(t: dict, uarch) -> dict:

@@ -80,7 +80,9 @@ def load_profile(name_or_path: str) -> HardwareProfile:
                           f"microarchitecture, or GPU), got {machine!r}")
     from_path = Path(name_or_path).suffix in (".yaml", ".yml") or "/" in name_or_path
     # a working folder's configs/hardware/NAME.yaml of name NAME overrides gbxfer's own
-    other = "" if doc["name"] == name_or_path else shipped_machine(doc["name"], path)
+    override = path.stem == doc["name"] and path.resolve().parent == (
+        Path.cwd() / "configs" / "hardware").resolve()
+    other = "" if override else shipped_machine(doc["name"], path)
     if other and machine.strip() != other:
         told = f"is for {machine.strip()}" if machine.strip() else "names no machine"
         raise GbxferError(f"{path}: gbxfer's own profile {doc['name']!r} is for {other} and this "

@@ -148,13 +148,13 @@ def _plan(path: Path, hardware, steps: list) -> None:
 
 
 def _plan_tenset_tree(tree: Path, hardware, steps: list) -> None:
-    """TenSet layout: one folder per platform, whose name is the hardware profile name (hidden
-    folders left out); a log beside them names its hardware by its lines' targets."""
+    """TenSet layout: one folder per platform, whose name is the hardware profile name; a log
+    beside them names its hardware by its lines' targets. Hidden files and folders are left
+    out (``.ipynb_checkpoints`` copies would count every measurement twice)."""
     platforms = sorted(p for p in tree.iterdir() if p.is_dir() and not p.name.startswith("."))
     before = len(steps)
-    for log in sorted(tree.glob("*.json*")):
-        if is_ansor_log(log) and not log.is_dir():
-            steps.append(Step("ansor", log, hardware))
+    steps += [Step("ansor", log, hardware) for log in sorted(tree.glob("*.json*"))
+              if _is_log(log, tree)]
     for platform in platforms:
         problem = "" if hardware else profile_name_problem(platform.name)
         if problem:
@@ -164,8 +164,13 @@ def _plan_tenset_tree(tree: Path, hardware, steps: list) -> None:
             steps.append(Step("nothing", platform, message="platform folder not readable"))
         else:
             steps += [Step("ansor", log, hardware or (platform.name, None))
-                      for log in sorted(platform.rglob("*.json*"))
-                      if is_ansor_log(log) and not log.is_dir()]
+                      for log in sorted(platform.rglob("*.json*")) if _is_log(log, tree)]
     if len(steps) == before:
         where = "platform folders" if not platforms else "Ansor/TenSet log in its platform folders"
         steps.append(Step("nothing", tree, message=f"TenSet tree has no {where}"))
+
+
+def _is_log(path: Path, tree: Path) -> bool:
+    """An Ansor log file of a TenSet tree, outside hidden folders and not itself hidden."""
+    return (is_ansor_log(path) and not path.is_dir()
+            and not any(part.startswith(".") for part in path.relative_to(tree).parts))
