@@ -52,8 +52,9 @@ def add_parser(verbs, common):
 
 def mcpu_option(text: str) -> str:
     """``--mcpu NAME``: an x86-64 CPU that LLVM knows (TVM's LLVM where gbxfer[tvm] works, else
-    archspec's x86-64 CPUs), refused on one line otherwise: a profile whose target names an
-    unknown CPU fails at its first build, or compiles for a generic CPU."""
+    the LLVM names archspec's clang flags give: :func:`microarch.is_llvm_x86_cpu`), refused on
+    one line otherwise: a profile whose target names an unknown CPU fails at its first build,
+    or compiles for a generic CPU."""
     try:
         from tvm.target.codegen import llvm_is_valid_cpu
 
