@@ -175,6 +175,19 @@ def test_skip_bad_skips_an_empty_file_among_good_ones(ansor_lines, tmp_path):
     assert ds.manifest["skipped"] == {"empty-file": 1}
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_skip_bad_skips_a_dangling_link_among_good_ones(ansor_lines, tmp_path, jobs):
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    _log(folder, ansor_lines[:4], "good.json")
+    (folder / "gone.json").symlink_to(tmp_path / "nowhere.json")
+    error = _expect_error(folder / "gone.json", None, "unreadable-file", folder)
+    assert "No such file" in error.message
+    ds = ingest([folder], skip_bad=True, jobs=jobs)
+    assert len(ds) == 4
+    assert ds.manifest["skipped"] == {"unreadable-file": 1}
+
+
 # --- hostile values inside well-formed JSON: each one an InputError, skippable with skip_bad
 
 def _ms_copy(example_db, tmp_path, record=None, workload=None):

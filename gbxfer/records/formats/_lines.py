@@ -27,8 +27,8 @@ def json_lines(path: Path, start: int = 1, stop: int | None = None):
     ``start`` <= number < ``stop`` only, when given: a chunk that one process reads).
 
     A line that is not UTF-8 or not JSON yields an :class:`InputError` as its value, so that the
-    caller can skip it and read on. An empty file or a truncated gzip stream raises
-    :class:`InputError`. NaN and Infinity literals are rejected (they are not JSON); integers
+    caller can skip it and read on. An empty or unreadable file or a truncated gzip stream
+    raises :class:`InputError`. NaN and Infinity literals are rejected (they are not JSON); integers
     beyond 64 bits are too (orjson's limit).
     """
     n_values = 0
@@ -47,6 +47,8 @@ def json_lines(path: Path, start: int = 1, stop: int | None = None):
                 yield number, value
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise InputError(path, None, "truncated-file", f"corrupt or truncated gzip ({exc})") from None
+    except OSError as exc:  # no access, a dangling link, a read error
+        raise InputError(path, None, "unreadable-file", exc.strerror or str(exc)) from None
     if n_values == 0 and start == 1:
         raise InputError(path, None, "empty-file", "empty file: no JSON lines in it")
 
