@@ -103,7 +103,13 @@ def test_a_stopped_or_finished_run_continues_where_its_curve_ends(tmp_path, caps
     assert main([*argv, "--trials", "24"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["trials"] == 24 and summary["continued_from"]["trials"] == 16
+    assert summary["builds"]["programs"] == 24  # the totals are the whole run's
+    assert summary["rounds"] == len(pd.read_csv(out / "curve.csv")) > 2  # a row a round
     assert main([*argv, "--trials", "32"]) == 0  # a finished run, to a larger budget
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["builds"]["programs"] == 32
+    assert summary["rounds"] == len(pd.read_csv(out / "curve.csv"))
+    assert summary["seconds"] > summary["builds"]["seconds"]
     curve = pd.read_csv(out / "curve.csv")
     trials = curve["trials"].tolist()  # batches cut short of programs measured before
     assert trials[:2] == [8, 16] and {24, 32} <= set(trials) and trials == sorted(trials)

@@ -1,12 +1,18 @@
 """Continuing a tuning run stopped in its folder (``tune(earlier=...)``): what its database
-holds and its curve lacks, and its cost model taught what the run measured before."""
+holds and its curve lacks, its cost model taught what the run measured before, and its totals
+(``OUT/totals.json``) carried on."""
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import pandas as pd
 
+from ..manifests import write_file
 from ..records.formats._metaschedule import run_latency
+
+TOTALS = "totals.json"  # a run's totals so far, rewritten after every measured batch
 
 
 def workload_hash(mod) -> str:
@@ -57,3 +63,32 @@ def replay_measured(cost_model, contexts, records: list, per_round: int) -> set:
             cost_model.update(context, [r.as_measure_candidate() for r in part], results)
         measured.update((key, str(r.trace)) for r in mine)
     return measured
+
+
+def read_totals(out) -> dict:
+    """The totals a run in ``out`` wrote (:func:`write_totals`); ``{}`` where there are none
+    (a run from before them) or they are damaged: the totals then count this part only."""
+    try:
+        totals = json.loads((Path(out) / TOTALS).read_text())
+    except (OSError, ValueError):
+        return {}
+    return totals if isinstance(totals, dict) else {}
+
+
+def write_totals(out, totals: dict) -> None:
+    write_file(Path(out) / TOTALS, lambda tmp: tmp.write_text(json.dumps(totals)))
+
+
+def add_totals(before: dict, part: dict) -> dict:
+    """``part``'s numbers (nested in dicts) plus ``before``'s of the same keys (a number
+    missing or not a number there counts 0)."""
+    out = {}
+    for key, value in part.items():
+        earlier = before.get(key) if isinstance(before, dict) else None
+        if isinstance(value, dict):
+            out[key] = add_totals(earlier if isinstance(earlier, dict) else {}, value)
+        else:
+            ok = isinstance(earlier, (int, float)) and not isinstance(earlier, bool) and \
+                math.isfinite(earlier)
+            out[key] = value + (type(value)(earlier) if ok else 0)
+    return out

@@ -35,7 +35,8 @@ from ..records.suite import Task
 from ._builder import BUILD_TIMEOUT, TIMEOUT_MESSAGE, PooledBuilder
 from ._collect_plan import CollectPlan, close_runner, make_runner
 from ._database import records_in_order, repair
-from ._resume import caught_up, replay_measured, workload_hash
+from ._resume import (TOTALS, add_totals, caught_up, read_totals, replay_measured,
+                      workload_hash, write_totals)
 from ._interrupt import stop_on_interrupt
 from ._logging import metaschedule_logging
 from ._task_modules import task_module
@@ -201,6 +202,7 @@ class CurveCallback(PyMeasureCallback):
         self.trials = int(last.get("trials", 0))
         self.failures = int(last.get("failures", 0))
         self.bar = bar
+        self.after_batch = None  # called after each batch's row
         if path is not None:  # the earlier rows, as measured (without what the CLI adds)
             table = pd.DataFrame(self.rows, columns=[
                 "trials", "seconds", "task", "failures", *(f"best_{i}" for i in range(n_tasks))])
@@ -225,11 +227,14 @@ class CurveCallback(PyMeasureCallback):
         if self.bar is not None:
             self.bar.update(len(measure_candidates))
             self.bar.set_postfix(failures=self.failures, refresh=False)
+        if self.after_batch is not None:
+            self.after_batch()
 
 
 @dataclasses.dataclass
 class TuneResult:
-    """A tuning run: its curve (one row per measured batch) and totals."""
+    """A tuning run: its curve (one row per measured batch) and totals (of every part of a
+    continued run: ``OUT/totals.json``, rewritten after each batch, carries them on)."""
 
     names: list[str]  # the tasks'
     weights: list[float]
@@ -298,6 +303,9 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
     (out / "metaschedule").mkdir(parents=True, exist_ok=True)
     repair(out / "metaschedule")  # a run killed while appending to it
     previous = records_in_order(out / "metaschedule") if earlier is not None else []
+    before = read_totals(out) if earlier is not None else {}  # the earlier parts' totals
+    if earlier is None:
+        (out / TOTALS).unlink(missing_ok=True)
     named = [_name_and_module(task) for task in tasks]
     if earlier is not None:  # the database may hold batches the curve lacks
         earlier = caught_up(earlier, previous, [workload_hash(mod) for _, mod in named])
@@ -336,6 +344,14 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
         start = time.perf_counter()
         pooled = PooledBuilder(max_workers=jobs, timeout_sec=build_timeout)
         builder, runner = TimedBuilder(pooled), None
+
+        def totals() -> dict:  # the run's so far: the earlier parts' and this one's
+            return add_totals(before, {
+                "seconds": time.perf_counter() - start, "rounds": timed.rounds,
+                "cost_model_seconds": dict(timed.seconds), "search_seconds": budget.searching,
+                "builds": {"seconds": builder.seconds, "programs": builder.programs,
+                           "timeouts": builder.timeouts}})
+        curve.after_batch = lambda: write_totals(out, totals())
         with stop_on_interrupt(budget.stop, STOPPING, "gbxfer tune: interrupted") as stopped:
             try:
                 runner = make_runner(profile, plan)  # seconds: its worker starts
@@ -358,12 +374,13 @@ def tune(tasks, profile: HardwareProfile, cost_model, trials: int | None, out,
         raise KeyboardInterrupt
     columns = ["trials", "seconds", "task", "failures", *(f"best_{i}" for i in
                                                           range(len(tasks)))]
+    run = totals()
+    write_totals(out, run)
     return TuneResult([name for name, _ in named], weights,
                       pd.DataFrame(curve.rows, columns=columns),
-                      dict(timed.seconds), timed.rounds, time.perf_counter() - start,
-                      {"seconds": builder.seconds, "programs": builder.programs,
-                       "timeouts": builder.timeouts, "timeout": build_timeout},
-                      budget.searching, population, bool(stopped),
+                      run["cost_model_seconds"], run["rounds"], run["seconds"],
+                      {**run["builds"], "timeout": build_timeout}, run["search_seconds"],
+                      population, bool(stopped),
                       None if earlier is None else {"trials": done, "seconds": spent})
 
 
