@@ -135,6 +135,24 @@ def test_an_interrupt_wrapped_in_another_error_is_reported_as_one(monkeypatch, c
         cli.main(["info", "bundled"])
 
 
+@pytest.mark.parametrize("verb", ["collect", "calibrate", "study"])
+def test_an_interrupted_resumable_command_says_how_to_go_on(monkeypatch, capsys, verb):
+    from gbxfer import cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(getattr(cli, f"_{verb}"), "run", interrupted)
+    assert cli.build_parser().parse_args([verb, *REQUIRED[verb]]).resumable
+    assert cli.main([verb, *REQUIRED[verb]]) == 130
+    assert capsys.readouterr().err.strip() == (f"gbxfer {verb}: interrupted; run the same "
+                                               "command again to continue where it stopped")
+
+
+REQUIRED = {"collect": ["--suite", "networks", "--hardware", "x86-avx2-1t", "--out", "x"], "calibrate": ["--hardware", "x86-avx2-1t", "--out", "x"],
+            "study": ["model", "bundled"]}
+
+
 def _tune_in_its_own_group(tmp_path, trials: int):
     """``gbxfer tune`` started as from a terminal: its own process group, SIGINT at default."""
     (tmp_path / "tiny.yaml").write_text(SUITE)

@@ -50,7 +50,7 @@ def main(argv=None) -> int:
         print(f"gbxfer {args.verb}: error: {text}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"gbxfer {args.verb}: interrupted", file=sys.stderr)
+        print(_interrupted(args), file=sys.stderr)
         return 130
     except MemoryError as error:  # the data does not fit (pyarrow's ArrowMemoryError too)
         if args.verbose:
@@ -74,8 +74,16 @@ def main(argv=None) -> int:
             raise
         # Ctrl-C while TVM's C++ code called back into Python: TVM re-raises the
         # KeyboardInterrupt as an error of its own
-        print(f"gbxfer {args.verb}: interrupted", file=sys.stderr)
+        print(_interrupted(args), file=sys.stderr)
         return 130
+
+
+def _interrupted(args) -> str:
+    """What an interrupted command says: a resumable one (``set_defaults(resumable=True)``)
+    says how to go on."""
+    more = "; run the same command again to continue where it stopped" \
+        if getattr(args, "resumable", False) else ""
+    return f"gbxfer {args.verb}: interrupted{more}"
 
 
 @contextlib.contextmanager

@@ -48,7 +48,7 @@ def add_parser(verbs, common):
     p.add_argument("--out", required=True, type=run_folder, metavar="OUT",
                    help="calibration folder (created; a rerun continues it)")
     p.add_argument("--seed", type=non_negative_int, default=0)
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, resumable=True)
 
 
 def run(args) -> int:

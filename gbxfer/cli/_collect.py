@@ -67,7 +67,7 @@ def add_parser(verbs, common):
     p.add_argument("--rpc-key", metavar="KEY[,KEY...]",
                    help="device key at the RPC tracker; several keys (one per --hardware "
                         "profile, in order) measure on several devices at once")
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, resumable=True)
 
 
 def run(args) -> int:

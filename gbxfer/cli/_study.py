@@ -110,7 +110,7 @@ def add_parser(verbs, common):
     p.add_argument("--seed", type=non_negative_int, default=0)
     p.add_argument("--export", type=output_file, metavar="YAML",
                    help="write the best parameters as a model config")
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, resumable=True)
 
 
 def run(args) -> int:
