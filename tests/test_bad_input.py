@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 
 import pytest
 
@@ -182,10 +183,29 @@ def test_skip_bad_skips_a_dangling_link_among_good_ones(ansor_lines, tmp_path, j
     _log(folder, ansor_lines[:4], "good.json")
     (folder / "gone.json").symlink_to(tmp_path / "nowhere.json")
     error = _expect_error(folder / "gone.json", None, "unreadable-file", folder)
-    assert "No such file" in error.message
+    assert error.message == f"a link to {tmp_path / 'nowhere.json'}, which does not exist"
     ds = ingest([folder], skip_bad=True, jobs=jobs)
     assert len(ds) == 4
     assert ds.manifest["skipped"] == {"unreadable-file": 1}
+
+
+def test_skip_bad_skips_a_folder_it_cannot_list(ansor_lines, tmp_path, monkeypatch):
+    folder = tmp_path / "logs"
+    (folder / "locked").mkdir(parents=True)
+    _log(folder, ansor_lines[:4], "good.json")
+    _log(folder / "locked", ansor_lines[4:6], "more.json")
+    scandir = os.scandir
+
+    def no_access(path="."):  # what a folder without read access gives (root reads all)
+        if str(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", no_access)
+    error = _expect_error(folder / "locked", None, "no-data", folder)
+    assert error.message == "folder not readable (Permission denied)"
+    ds = ingest([folder], skip_bad=True)
+    assert len(ds) == 4 and ds.manifest["skipped"] == {"no-data": 1}
 
 
 # --- hostile values inside well-formed JSON: each one an InputError, skippable with skip_bad

@@ -130,7 +130,12 @@ def _plan(path: Path, hardware, steps: list) -> None:
         _plan_tenset_tree(tenset, hardware, steps)
         return
     found = False
-    for root, dirs, files in os.walk(path):
+
+    def unreadable(error: OSError) -> None:  # a folder the walk cannot list
+        steps.append(Step("nothing", Path(error.filename), message="folder not readable ("
+                          f"{error.strerror or error})"))
+
+    for root, dirs, files in os.walk(path, onerror=unreadable):
         dirs.sort()
         root = Path(root)
         if root != path and ((root / "manifest.json").is_file() or is_metaschedule_database(root)):

@@ -5,6 +5,7 @@ import gzip
 import io
 import json
 import math
+import os
 import zlib
 from pathlib import Path
 
@@ -48,9 +49,16 @@ def json_lines(path: Path, start: int = 1, stop: int | None = None):
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise InputError(path, None, "truncated-file", f"corrupt or truncated gzip ({exc})") from None
     except OSError as exc:  # no access, a dangling link, a read error
-        raise InputError(path, None, "unreadable-file", exc.strerror or str(exc)) from None
+        raise InputError(path, None, "unreadable-file", _unreadable(path, exc)) from None
     if n_values == 0 and start == 1:
         raise InputError(path, None, "empty-file", "empty file: no JSON lines in it")
+
+
+def _unreadable(path, exc: OSError) -> str:
+    """Why ``path`` cannot be read: a link to nothing says where it points."""
+    if os.path.islink(path) and not os.path.exists(path):
+        return f"a link to {os.readlink(path)}, which does not exist"
+    return exc.strerror or str(exc)
 
 
 def _lines_from(f, start: int, block_size: int = 1 << 20):
