@@ -60,7 +60,8 @@ def in_top(score, groups, rows, m) -> np.ndarray:
 
 def cascade(first, second, top) -> np.ndarray:
     """The first score, with the rows of ``top`` above every other row of their group and in
-    the order of ``second``: both turned into ranks, top rows offset past the rest."""
+    the order of ``second``: their second scores offset by 1e6 (the rank label's scores lie
+    within a few units of [0, 1])."""
     return np.where(top, 1e6 + second, first)
 
 

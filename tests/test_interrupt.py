@@ -135,22 +135,26 @@ def test_an_interrupt_wrapped_in_another_error_is_reported_as_one(monkeypatch, c
         cli.main(["info", "bundled"])
 
 
-@pytest.mark.parametrize("verb", ["collect", "calibrate", "study"])
-def test_an_interrupted_resumable_command_says_how_to_go_on(monkeypatch, capsys, verb):
+RESUMABLE = {"collect": ["--suite", "networks", "--hardware", "x86-avx2-1t", "--out"],
+             "calibrate": ["--hardware", "x86-avx2-1t", "--out"],
+             "study": ["model", "bundled", "--storage"]}
+
+
+@pytest.mark.parametrize("verb", list(RESUMABLE))
+def test_an_interrupted_resumable_command_says_how_to_go_on(monkeypatch, capsys, tmp_path, verb):
     from gbxfer import cli
 
     def interrupted(args):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(getattr(cli, f"_{verb}"), "run", interrupted)
-    assert cli.build_parser().parse_args([verb, *REQUIRED[verb]]).resumable
-    assert cli.main([verb, *REQUIRED[verb]]) == 130
+    where = f"sqlite:///{tmp_path / 's.db'}" if verb == "study" else str(tmp_path / "out")
+    argv = [verb, *RESUMABLE[verb], where]
+    assert cli.build_parser().parse_args(argv).resumable
+    assert cli.main(argv) == 130
     assert capsys.readouterr().err.strip() == (f"gbxfer {verb}: interrupted; run the same "
                                                "command again to continue where it stopped")
-
-
-REQUIRED = {"collect": ["--suite", "networks", "--hardware", "x86-avx2-1t", "--out", "x"], "calibrate": ["--hardware", "x86-avx2-1t", "--out", "x"],
-            "study": ["model", "bundled"]}
+    assert not any(tmp_path.iterdir())
 
 
 def _tune_in_its_own_group(tmp_path, trials: int):

@@ -218,3 +218,18 @@ def test_an_earlier_run_in_out_is_not_mixed_into_a_new_one(tmp_path, capsys, ear
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "holds an earlier tuning run" in err[0]
     assert sorted(p.name for p in out.rglob("*")) == before
+
+
+def test_totals_add_up_over_parts_and_a_damaged_file_counts_from_here(tmp_path, caplog):
+    from gbxfer.tvm._resume import add_totals, read_totals, write_totals
+
+    part = {"seconds": 2.5, "rounds": 3, "builds": {"programs": 24, "seconds": 1.0}}
+    assert read_totals(tmp_path) == {}
+    write_totals(tmp_path, add_totals({}, part))
+    run = add_totals(read_totals(tmp_path), part)
+    assert run == {"seconds": 5.0, "rounds": 6, "builds": {"programs": 48, "seconds": 2.0}}
+    assert add_totals({"rounds": "x", "builds": 7}, part) == part  # not numbers: count 0
+    (tmp_path / "totals.json").write_text("{not json")
+    with caplog.at_level("WARNING", logger="gbxfer"):
+        assert read_totals(tmp_path) == {}
+    assert "damaged" in caplog.text

@@ -316,7 +316,7 @@ def run(args) -> int:
           f"{args.out / 'metaschedule'}")
     if result.interrupted:
         print(f"gbxfer tune: interrupted after {summary['trials']} trials; what they found is "
-              f"written to {args.out}", file=sys.stderr)
+              f"written to {args.out} (the same command continues the run)", file=sys.stderr)
     if args.onnx and not summary["outputs_match"]:
         differ = [f"{name} (max |diff| {o['max_abs_diff']:.3g}, scale {o['scale']:.3g})"
                   if o["max_abs_diff"] is not None else f"{name} (shape {o['shape']} vs "

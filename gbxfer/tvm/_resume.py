@@ -4,6 +4,7 @@ holds and its curve lacks, its cost model taught what the run measured before, a
 from __future__ import annotations
 
 import json
+import logging
 import math
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from ..manifests import write_file
 from ..records.formats._metaschedule import run_latency
 
 TOTALS = "totals.json"  # a run's totals so far, rewritten after every measured batch
+log = logging.getLogger("gbxfer")
 
 
 def workload_hash(mod) -> str:
@@ -67,15 +69,23 @@ def replay_measured(cost_model, contexts, records: list, per_round: int) -> set:
 
 def read_totals(out) -> dict:
     """The totals a run in ``out`` wrote (:func:`write_totals`); ``{}`` where there are none
-    (a run from before them) or they are damaged: the totals then count this part only."""
-    try:
-        totals = json.loads((Path(out) / TOTALS).read_text())
-    except (OSError, ValueError):
+    (a run from before them) or they are damaged (said in a warning): the totals then count
+    the parts from this one on."""
+    path = Path(out) / TOTALS
+    if not path.is_file():
         return {}
-    return totals if isinstance(totals, dict) else {}
+    try:
+        totals = json.loads(path.read_text())
+    except (OSError, ValueError):
+        totals = None
+    if not isinstance(totals, dict):
+        log.warning("%s: damaged; the summary's totals count this part only", path)
+        return {}
+    return totals
 
 
 def write_totals(out, totals: dict) -> None:
+    """``totals`` (the run's so far) to ``out``'s totals file, whole or not at all."""
     write_file(Path(out) / TOTALS, lambda tmp: tmp.write_text(json.dumps(totals)))
 
 

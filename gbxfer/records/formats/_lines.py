@@ -47,7 +47,8 @@ def json_lines(path: Path, start: int = 1, stop: int | None = None):
                     value = _line_error(path, number, raw, exc)
                 yield number, value
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        raise InputError(path, None, "truncated-file", f"corrupt or truncated gzip ({exc})") from None
+        raise InputError(path, None, "truncated-file",
+                         f"corrupt or truncated gzip ({exc})") from None
     except OSError as exc:  # no access, a dangling link, a read error
         raise InputError(path, None, "unreadable-file", _unreadable(path, exc)) from None
     if n_values == 0 and start == 1:
