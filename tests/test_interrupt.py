@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 from conftest import write_host_profile
 
+from gbxfer.errors import GbxferError
 from gbxfer.tvm._interrupt import stop_on_interrupt
 
 SUITE = """name: tiny
@@ -127,9 +128,16 @@ def test_an_interrupt_wrapped_in_another_error_is_reported_as_one(monkeypatch, c
     def failing(args):
         raise RuntimeError("a real failure")
 
-    monkeypatch.setattr(cli._info, "run", interrupted)  # read when the parser is built
-    assert cli.main(["info", "bundled"]) == 130
-    assert capsys.readouterr().err.strip() == "gbxfer info: interrupted"
+    def reported(args):  # TVM's ONNX frontend: any exception becomes "cannot import it"
+        try:
+            interrupted(args)
+        except RuntimeError as exc:
+            raise GbxferError(f"model.onnx: TVM's ONNX frontend cannot import it: {exc}")
+
+    for run in (interrupted, reported):
+        monkeypatch.setattr(cli._info, "run", run)  # read when the parser is built
+        assert cli.main(["info", "bundled"]) == 130
+        assert capsys.readouterr().err.strip() == "gbxfer info: interrupted"
     monkeypatch.setattr(cli._info, "run", failing)
     with pytest.raises(RuntimeError, match="a real failure"):
         cli.main(["info", "bundled"])

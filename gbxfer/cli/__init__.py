@@ -46,6 +46,9 @@ def main(argv=None) -> int:
         with _interruptible(interrupts):
             return int(args.run(args) or 0)
     except GbxferError as error:
+        if interrupts:  # a Ctrl-C that code between caught, as a failure (the ONNX import)
+            print(_interrupted(args), file=sys.stderr)
+            return 130
         text = " ".join(str(error).split())  # one line, even where a parser's message is not
         print(f"gbxfer {args.verb}: error: {text}", file=sys.stderr)
         return 2
