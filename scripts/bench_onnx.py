@@ -52,6 +52,7 @@ import pandas as pd
 from _results import RESULTS, print_table, stamp, write_results
 
 from gbxfer.online import DEFAULT_MODE, MODES
+from gbxfer.tvm._onnx import LAYOUTS
 from gbxfer.records._parallel import usable_cpus
 
 METHODS = {"gbxfer": "gbxfer", "xgb": "XGBModel"}
@@ -459,7 +460,7 @@ def main() -> None:
                              f"{DEFAULT_MODE}, gbxfer tune's default; a run already in --work "
                              "as it was tuned)")
     parser.add_argument("--bert-layers", type=int, default=12)
-    parser.add_argument("--layout", choices=("as-is", "nhwc"), default="as-is",
+    parser.add_argument("--layout", choices=list(LAYOUTS), default="as-is",
                         help="gbxfer tune --layout for both runs and every build")
     parser.add_argument("--work", type=Path, default=RESULTS / "bench_onnx")
     parser.add_argument("--name", default="bench_onnx")
@@ -478,9 +479,10 @@ def main() -> None:
                "latency_ms", "over_onnxruntime", "over_xgbmodel", "max_abs_diff",
                "within_tolerance"]
     for model in args.models.split(","):
-        label = model if model != "bert" or args.bert_layers == 12 else \
-            f"bert{args.bert_layers}"
-        work = args.work / f"{label}-seed{args.seed}"
+        base = model if model != "bert" or args.bert_layers == 12 else f"bert{args.bert_layers}"
+        suffix = "-nhwc" if args.layout == "nhwc" else ""
+        label = base + suffix  # the rows' model: layouts told apart in the table
+        work = args.work / f"{base}-seed{args.seed}{suffix}"
         work.mkdir(parents=True, exist_ok=True)
         same_machine(work / "machine.json", cpu, args.hardware)
         path = work / f"{model}.onnx"

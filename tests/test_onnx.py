@@ -159,6 +159,8 @@ def test_convolutions_converted_to_channels_last_are_tuned_so_and_still_match(tm
     summary = json.loads((out / "summary.json").read_text())
     assert summary["layout"] == "nhwc" and summary["outputs_match"]
     assert summary["max_abs_diff"]["y"] < 1e-3
+    tuned = json.loads((out / "run.json").read_text())["tasks_tuned"]
+    assert "transpose" in tuned and "fused_conv2d_add" in tuned  # NCHW in, NHWC convolution
 
 
 def test_attention_block_tuned_for_minutes_matches_onnxruntime(tmp_path, profile):
