@@ -56,6 +56,17 @@ def write_results(name: str, rows: list[dict], **extra) -> dict:
     return payload
 
 
+def tuned_layout(work) -> str:
+    """The convolution layout (``gbxfer tune --layout``) of the runs in a bench_onnx model
+    folder, from their summary.json (``as-is`` for runs from before the option); runs of two
+    layouts in one folder stop the script."""
+    layouts = {json.loads(path.read_text()).get("layout") or "as-is"
+               for path in Path(work).glob("*/summary.json")}
+    if len(layouts) > 1:
+        raise SystemExit(f"{work}: runs tuned in different layouts ({', '.join(sorted(layouts))})")
+    return layouts.pop() if layouts else "as-is"
+
+
 def add_draw_log_options(parser, name: str) -> None:
     """``--name`` (results and log of finished draws) and ``--report-only``."""
     parser.add_argument("--name", default=name,

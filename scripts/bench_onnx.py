@@ -3,7 +3,7 @@
     python scripts/bench_onnx.py [--models resnet50,bert] [--minutes 60] [--points 15,30,60]
                                  --hardware PROFILE [--seed 0] [--repeats 15] [--jobs N]
                                  [--population N] [--online MODE] [--work DIR]
-                                 [--bert-layers 12]
+                                 [--bert-layers 12] [--layout as-is|nhwc]
                                  [--name bench_onnx]
 
 Builds two real architectures as ONNX graphs in code, with seeded random weights (latency does
@@ -32,7 +32,9 @@ build's over ONNX Runtime's. Reported too: the first point at which gbxfer's bui
 as ONNX Runtime, or its ratio at the end. Every row records the CPU model (name, family, model,
 stepping). Run on an idle machine. Results: scripts/results/<name>.{json,csv,png}, written
 after each model, hold every model and seed timed in --work on this machine and profile
-(``rows.json`` of each work folder); the libraries and runs under --work.
+(``rows.json`` of each work folder); the libraries and runs under --work. ``--layout nhwc``
+tunes both runs and builds every library with the convolutions in NHWC (``gbxfer tune
+--layout``); a work folder's runs are resumed only with the layout they were tuned in.
 """
 from __future__ import annotations
 
@@ -50,6 +52,7 @@ import pandas as pd
 from _results import RESULTS, print_table, stamp, write_results
 
 from gbxfer.online import DEFAULT_MODE, MODES
+from gbxfer.tvm._onnx import LAYOUTS
 from gbxfer.records._parallel import usable_cpus
 
 METHODS = {"gbxfer": "gbxfer", "xgb": "XGBModel"}
@@ -204,6 +207,9 @@ def tune_run(model_path: Path, method: str, args, out: Path) -> dict:
         if method == "gbxfer" and population != args.population:
             raise SystemExit(f"{out} was tuned with --population {population}, not "
                              f"{args.population}: give another --work")
+        if (layout := summary.get("layout") or "as-is") != args.layout:
+            raise SystemExit(f"{out} was tuned with --layout {layout}, not {args.layout}: "
+                             "give another --work")
         online = summary.get("online", {}).get("mode", "blend")
         if method == "gbxfer" and args.online not in (None, online):
             raise SystemExit(f"{out} was tuned with --online {online}, not {args.online}: "
@@ -215,7 +221,8 @@ def tune_run(model_path: Path, method: str, args, out: Path) -> dict:
         shutil.rmtree(out)
     command = [sys.executable, "-m", "gbxfer", "tune", "--onnx", str(model_path), "--hardware",
                args.hardware, "--minutes", str(args.minutes), "--cost-model", method,
-               "--seed", str(args.seed), "--jobs", str(args.jobs), "--out", str(out)]
+               "--seed", str(args.seed), "--jobs", str(args.jobs), "--layout", args.layout,
+               "--out", str(out)]
     if method == "gbxfer":
         command[-2:-2] = ["--population", str(args.population), "--online",
                           args.online or DEFAULT_MODE]
@@ -270,7 +277,7 @@ def build_points(model_path: Path, runs: dict, args, work: Path) -> list[dict]:
                                             f"-p{share:g}" if share else "")
         if not path.exists() or path.name not in scheduled:
             if network is None:
-                network = load_onnx(model_path)
+                network = load_onnx(model_path, layout=args.layout)
             database = ms.database.MemoryDatabase() if not trials else \
                 database_prefix(runs[method] / "metaschedule", trials)
             scheduled[path.name] = "{}/{}".format(*scheduled_functions(network.mod, database,
@@ -453,6 +460,8 @@ def main() -> None:
                              f"{DEFAULT_MODE}, gbxfer tune's default; a run already in --work "
                              "as it was tuned)")
     parser.add_argument("--bert-layers", type=int, default=12)
+    parser.add_argument("--layout", choices=list(LAYOUTS), default="as-is",
+                        help="gbxfer tune --layout for both runs and every build")
     parser.add_argument("--work", type=Path, default=RESULTS / "bench_onnx")
     parser.add_argument("--name", default="bench_onnx")
     args = parser.parse_args()
@@ -470,9 +479,10 @@ def main() -> None:
                "latency_ms", "over_onnxruntime", "over_xgbmodel", "max_abs_diff",
                "within_tolerance"]
     for model in args.models.split(","):
-        label = model if model != "bert" or args.bert_layers == 12 else \
-            f"bert{args.bert_layers}"
-        work = args.work / f"{label}-seed{args.seed}"
+        base = model if model != "bert" or args.bert_layers == 12 else f"bert{args.bert_layers}"
+        suffix = "-nhwc" if args.layout == "nhwc" else ""
+        label = base + suffix  # the rows' model: layouts told apart in the table
+        work = args.work / f"{base}-seed{args.seed}{suffix}"
         work.mkdir(parents=True, exist_ok=True)
         same_machine(work / "machine.json", cpu, args.hardware)
         path = work / f"{model}.onnx"
@@ -506,7 +516,7 @@ def main() -> None:
                 f"{args.minutes:g} min; it ends at {entry['ends_at_over_onnxruntime']:.3g}x")
         write_results(args.name, rows, minutes=args.minutes, points=args.points,
                       hardware=args.hardware, repeats=args.repeats, jobs=args.jobs,
-                      population=args.population, online=online, cpu=cpu,
+                      population=args.population, online=online, layout=args.layout, cpu=cpu,
                       matches_onnxruntime=matches)
         plot(rows, RESULTS / f"{args.name}.png")
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _results import RESULTS, print_table, write_results
+from _results import RESULTS, print_table, tuned_layout, write_results
 
 
 def method_names(explore: list[float], xgb: bool) -> list[str]:
@@ -94,7 +94,8 @@ def main() -> None:
         profile = load_profile(args.hardware)
         os.environ["TVM_NUM_THREADS"] = str(profile.threads)
         model = next(args.work.glob("*.onnx"))
-        tasks = {t.task_name: t for t in extract_tasks(prepare(load_onnx(model).mod),
+        network = load_onnx(model, layout=tuned_layout(args.work)).mod
+        tasks = {t.task_name: t for t in extract_tasks(prepare(network),
                                                        tvm.target.Target(profile.target))}
         missing = [n for n in names if n not in tasks]
         if missing:

@@ -36,7 +36,7 @@ import re
 from pathlib import Path
 
 import numpy as np
-from _results import print_table, write_results
+from _results import print_table, tuned_layout, write_results
 from bench_onnx import cpu_model, interleaved, same_machine
 
 
@@ -113,7 +113,7 @@ def main() -> None:
     from gbxfer.tvm._onnx import export_module, load_onnx
 
     target = tvm.target.Target(load_profile(machine["hardware"]).target)
-    network = load_onnx(next(args.work.glob("*.onnx"))).mod
+    network = load_onnx(next(args.work.glob("*.onnx")), layout=tuned_layout(args.work)).mod
     tasks = extract_tasks(prepare(network), target)
     inputs = network_inputs(network)
     rng = np.random.default_rng(0)

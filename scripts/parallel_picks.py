@@ -30,7 +30,7 @@ import re
 from pathlib import Path
 
 import numpy as np
-from _results import print_table, write_results
+from _results import print_table, tuned_layout, write_results
 
 from gbxfer.records.ingest import ingest
 
@@ -69,7 +69,7 @@ def time_preference(work: Path, rows: list[dict], within: float, repeats: int) -
     machine = json.loads((work / "machine.json").read_text())
     if machine["cpu"] != cpu_model():
         raise SystemExit(f"{work} was tuned on {machine['cpu']}, this is {cpu_model()}")
-    found = re.fullmatch(r"(resnet50|bert)(\d*)-seed(\d+)", work.name)
+    found = re.fullmatch(r"(resnet50|bert)(\d*)-seed(\d+)(?:-nhwc)?", work.name)
     if not found:
         raise SystemExit(f"{work.name}: not a bench_onnx.py run folder name (MODEL-seedN)")
     model, layers, seed = found[1], int(found[2] or 12), int(found[3])
@@ -80,7 +80,7 @@ def time_preference(work: Path, rows: list[dict], within: float, repeats: int) -
         os.link(work / path.name, path)  # the very model the run tuned
     elif not path.exists():  # a fresh checkout: the run's model made again from its seed
         onnx.save(resnet50(seed) if model == "resnet50" else bert(seed, layers=layers), str(path))
-    network = load_onnx(path)
+    network = load_onnx(path, layout=tuned_layout(work))
     target = tvm.target.Target(load_profile(machine["hardware"]).target)
     builds, changed = [], {}
     for method in sorted({r["method"] for r in rows}):

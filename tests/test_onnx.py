@@ -138,6 +138,31 @@ def test_tuned_onnx_model_has_its_database_and_curve(residual_run):
     assert ingest([residual_run / "metaschedule"]).records["valid"].sum() >= 1
 
 
+def test_convolutions_converted_to_channels_last_are_tuned_so_and_still_match(tmp_path,
+                                                                             profile):
+    """--layout nhwc: the conv task is NHWC with HWIO weights (the suite's layout); the
+    network still takes and gives NCHW and matches ONNX Runtime."""
+    from gbxfer.cli import main
+    from gbxfer.tvm._networks import extract_tasks, prepare
+    from gbxfer.tvm._onnx import load_onnx
+
+    model = residual_block(tmp_path / "residual.onnx")
+    tasks = extract_tasks(prepare(load_onnx(model, layout="nhwc").mod),
+                          tvm.target.Target({"kind": "llvm"}))
+    conv = [t for t in tasks if "conv2d" in t.task_name]
+    shapes = [[int(d) for d in p.ty.shape] for f in conv[0].dispatched[0].functions.values()
+              for p in f.params]
+    assert len(conv) == 1 and shapes[:2] == [[1, 16, 16, 8], [3, 3, 8, 8]]
+    out = tmp_path / "run"
+    assert main(["tune", "--onnx", str(model), "--layout", "nhwc", "--hardware", str(profile),
+                 "--trials", "8", *TINY, "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["layout"] == "nhwc" and summary["outputs_match"]
+    assert summary["max_abs_diff"]["y"] < 1e-3
+    tuned = json.loads((out / "run.json").read_text())["tasks_tuned"]
+    assert "transpose" in tuned and "fused_conv2d_add" in tuned  # NCHW in, NHWC convolution
+
+
 def test_attention_block_tuned_for_minutes_matches_onnxruntime(tmp_path, profile):
     """--minutes: the run ends by itself (its trial cap is effectively unlimited) soon after
     the minutes are spent."""
@@ -210,11 +235,13 @@ def test_input_shape_that_contradicts_a_static_dimension_is_refused(tmp_path, pr
     assert not (tmp_path / "run").exists()
 
 
-def test_input_shape_without_onnx_is_refused(tmp_path, profile, capsys):
-    line = run_error(["tune", "--relax", "resnet18", "--input-shape", "data=1,224,224,3",
-                      "--hardware", str(profile), "--trials", "8",
-                      "--out", str(tmp_path / "run"), "-q"], capsys)
-    assert "--input-shape" in line and "--onnx" in line
+@pytest.mark.parametrize("option", [["--input-shape", "data=1,224,224,3"],
+                                    ["--layout", "nhwc"]])
+def test_onnx_options_without_onnx_are_refused(tmp_path, profile, capsys, option):
+    line = run_error(["tune", "--relax", "resnet18", *option, "--hardware", str(profile),
+                      "--trials", "8", "--out", str(tmp_path / "run"), "-q"], capsys)
+    assert option[0] in line and "--onnx" in line
+    assert not (tmp_path / "run").exists()
 
 
 def test_operators_the_frontend_cannot_convert_are_named(tmp_path, profile, capsys):

@@ -96,6 +96,7 @@ def test_a_stopped_or_finished_run_continues_where_its_curve_ends(tmp_path, caps
             "--min-repeat-ms", "1", "--out", str(out)]
     records = out / "metaschedule" / "database_tuning_record.json"
     assert main([*argv, "--trials", "16"]) == 0
+    assert "layout" not in json.loads((out / "run.json").read_text())  # as runs before it
     _replays_in_the_order_measured(out, tmp_path / "tiny.yaml")
     (out / "summary.json").unlink()  # as a kill leaves it
     with open(records, "a") as f:

@@ -20,6 +20,7 @@ from ..online import DEFAULT_MODE, MODES
 from ..records._parallel import usable_cpus
 from ..records.suite import load_suite
 from ..tvm._networks import PARALLEL_WITHIN
+from ..tvm._onnx import LAYOUTS
 from ._tune_run import earlier_curve, identity
 from ._common import (a_name, command_stamp, name_list, non_negative_int, positive_float,
                       positive_int, run_folder, share)
@@ -91,6 +92,11 @@ def add_parser(verbs, common):
                         "better), refine (the model refined only), session (their own model "
                         "after a task's first round), prior (never updated); gbxfer's cost "
                         "model only")
+    p.add_argument("--layout", choices=list(LAYOUTS), default="as-is",
+                   help="with --onnx: the layout its convolutions are tuned and built in: "
+                        "as-is (the model's, default) or nhwc (channels-last, the layout of "
+                        "the pretrained model's training data); inputs and outputs keep the "
+                        "model's")
     p.add_argument("--input-shape", type=input_shape_option, action="append",
                    metavar="NAME=D1,D2,...",
                    help="with --onnx: the shape of input NAME, fixing its dynamic dimensions "
@@ -200,6 +206,8 @@ def run(args) -> int:
                           f"{network_source}'s")
     if args.input_shape and not args.onnx:
         raise GbxferError("--input-shape fixes the inputs of an --onnx model")
+    if args.layout != "as-is" and not args.onnx:
+        raise GbxferError("--layout converts the convolutions of an --onnx model")
     if args.parallel_within is not None and not network_source:
         raise GbxferError("--parallel-within chooses the programs a --relax or --onnx network "
                           "is built with")
@@ -225,7 +233,7 @@ def run(args) -> int:
                                   f"{profile.name} is a {profile.target.get('kind')} profile; "
                                   "give an llvm one")
             # both before OUT is written: a model either cannot take fails before tuning
-            onnx_network = load_onnx(args.onnx, _input_shapes(args))
+            onnx_network = load_onnx(args.onnx, _input_shapes(args), args.layout)
             session = onnxruntime_session(args.onnx, profile.threads)
             network = onnx_network.mod
         else:
@@ -284,6 +292,7 @@ def run(args) -> int:
                "builds": result.builds, "search_seconds": result.search_seconds,
                "jobs": args.jobs, "population": result.population,
                "parallel_within": within if network_source else None,
+               "layout": args.layout if args.onnx else None,
                "rounds": result.rounds, "best_latency": best,
                "weights": dict(zip(best, result.weights, strict=True)),
                "weighted_latency": float(result.weighted_latency().iloc[-1])

@@ -30,6 +30,8 @@ def identity(args, names: list[str], weights: list[float]) -> dict:
     same = {key: str(value) if isinstance(value, Path) else value
             for key, value in sorted(vars(args).items()) if key not in NOT_IDENTITY}
     same["input_shape"] = [[name, list(shape)] for name, shape in args.input_shape or []]
+    if same.get("layout") == "as-is":  # the default: runs from before --layout continue
+        del same["layout"]
     if args.cost_model == "gbxfer":
         same["model"] = args.model or "pretrained"
     if args.onnx:

@@ -36,6 +36,10 @@ log = logging.getLogger("gbxfer")
 RTOL = 1e-3
 ATOL = 1e-4
 DIRECT_OPS = {"If"}  # converted by the frontend itself, not through its converter map
+# Layouts a model's convolutions can be converted to before tuning (relax.transform.
+# ConvertLayout; the inputs and outputs keep the model's own): ``nhwc`` is channels-last with
+# HWIO kernels, the layout of the suite's tasks and so of the pretrained model's training data.
+LAYOUTS = {"as-is": None, "nhwc": {"relax.nn.conv2d": ["NHWC", "HWIO"]}}
 
 
 @dataclasses.dataclass
@@ -122,12 +126,15 @@ def _fixed_shape(name: str, dims, given) -> tuple[int, ...]:
     return tuple(dims)
 
 
-def load_onnx(path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> OnnxNetwork:
+def load_onnx(path, input_shapes: dict[str, tuple[int, ...]] | None = None,
+              layout: str = "as-is") -> OnnxNetwork:
     """The ONNX model at ``path`` imported into Relax, its inputs' dynamic dimensions fixed by
-    ``input_shapes`` (input name -> shape). Raises :class:`GbxferError` (one line) for a file
-    that is no ONNX model, an input left dynamic, an ``input_shapes`` name the model lacks, an
-    operator the frontend cannot convert, or any other import failure."""
+    ``input_shapes`` (input name -> shape), its convolutions in ``layout`` (of ``LAYOUTS``).
+    Raises :class:`GbxferError` (one line) for a file that is no ONNX model, an input left
+    dynamic, an ``input_shapes`` name the model lacks, an operator the frontend cannot
+    convert, or any other import failure."""
     import onnx
+    from tvm import relax
     from tvm.relax.frontend.onnx import from_onnx
 
     path = Path(path)
@@ -176,6 +183,8 @@ def load_onnx(path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> O
     if failure is not None:
         hint = f" (onnx.checker: {checker[0]})" if checker else ""
         raise GbxferError(f"{path}: TVM's ONNX frontend cannot import it: {failure}{hint}")
+    if LAYOUTS[layout] is not None:
+        mod = relax.transform.ConvertLayout(LAYOUTS[layout])(mod)
     return OnnxNetwork(path, inputs, [o.name for o in model.graph.output], mod)
 
 
