@@ -46,7 +46,7 @@ def main(argv=None) -> int:
         with _interruptible(interrupts):
             return int(args.run(args) or 0)
     except GbxferError as error:
-        if interrupts:  # a Ctrl-C that code between caught, as a failure (the ONNX import)
+        if interrupts:  # a Ctrl-C that a step caught and reported as a failure (ONNX import)
             print(_interrupted(args), file=sys.stderr)
             return 130
         text = " ".join(str(error).split())  # one line, even where a parser's message is not
