@@ -4,6 +4,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -205,6 +206,28 @@ def test_skip_bad_skips_a_folder_it_cannot_list(ansor_lines, tmp_path, monkeypat
     error = _expect_error(folder / "locked", None, "no-data", folder)
     assert error.message == "folder not readable (Permission denied)"
     ds = ingest([folder], skip_bad=True)
+    assert len(ds) == 4 and ds.manifest["skipped"] == {"no-data": 1}
+
+
+@pytest.mark.parametrize("tenset", [False, True])
+def test_skip_bad_skips_a_folder_it_can_list_but_not_enter(ansor_lines, tmp_path, monkeypatch,
+                                                           tenset):
+    top = tmp_path / "measure_records" if tenset else tmp_path / "logs"
+    folder = top / "cpu-a" if tenset else top
+    (folder / "locked").mkdir(parents=True)
+    _log(folder, ansor_lines[:4], "good.json")
+    _log(folder / "locked", ansor_lines[4:6], "more.json")
+    stat = os.stat
+
+    def no_entry(path, *args, **kwargs):  # read without execute: names listed, none looked at
+        if Path(path).parent.name == "locked":
+            raise PermissionError(13, "Permission denied", str(path))
+        return stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", no_entry)
+    error = _expect_error(folder / "locked", None, "no-data", top)
+    assert error.message == "folder not readable (Permission denied)"
+    ds = ingest([top], skip_bad=True)
     assert len(ds) == 4 and ds.manifest["skipped"] == {"no-data": 1}
 
 

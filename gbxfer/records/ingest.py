@@ -130,20 +130,13 @@ def _plan(path: Path, hardware, steps: list) -> None:
         _plan_tenset_tree(tenset, hardware, steps)
         return
     found = False
-
-    def unreadable(error: OSError) -> None:  # a folder the walk cannot list
-        steps.append(Step("nothing", Path(error.filename), message="folder not readable ("
-                          f"{error.strerror or error})"))
-
-    for root, dirs, files in os.walk(path, onerror=unreadable):
-        dirs.sort()
-        root = Path(root)
+    for root, dirs, files in _walk(path, steps):
         if root != path and ((root / "manifest.json").is_file() or is_metaschedule_database(root)):
             _plan(root, hardware, steps)
             dirs.clear()
             found = True
             continue
-        for name in sorted(files):
+        for name in files:
             if is_ansor_log(root / name):
                 steps.append(Step("ansor", root / name, hardware))
                 found = True
@@ -168,11 +161,31 @@ def _plan_tenset_tree(tree: Path, hardware, steps: list) -> None:
         elif not os.access(platform, os.R_OK | os.X_OK):
             steps.append(Step("nothing", platform, message="platform folder not readable"))
         else:
+            logs = [root / name for root, _, files in _walk(platform, steps) for name in files]
             steps += [Step("ansor", log, hardware or (platform.name, None))
-                      for log in sorted(platform.rglob("*.json*")) if _is_log(log, tree)]
+                      for log in sorted(logs) if _is_log(log, tree)]
     if len(steps) == before:
         where = "platform folders" if not platforms else "Ansor/TenSet log in its platform folders"
         steps.append(Step("nothing", tree, message=f"TenSet tree has no {where}"))
+
+
+def _walk(top: Path, steps: list):
+    """``os.walk`` over ``top`` in sorted order as ``(Path, dirs, files)``; a folder it cannot
+    list or enter is a skippable "folder not readable" step in ``steps`` instead of an error."""
+    def unreadable(folder, error: OSError) -> None:
+        steps.append(Step("nothing", Path(folder), message="folder not readable ("
+                          f"{error.strerror or error})"))
+
+    for root, dirs, files in os.walk(top, onerror=lambda error: unreadable(error.filename, error)):
+        root = Path(root)
+        try:  # listable without the right to enter: its entries cannot be looked at
+            (root / "manifest.json").is_file()
+        except OSError as error:
+            unreadable(root, error)
+            dirs.clear()
+            continue
+        dirs.sort()
+        yield root, dirs, sorted(files)
 
 
 def _is_log(path: Path, tree: Path) -> bool:
