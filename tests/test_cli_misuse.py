@@ -290,6 +290,23 @@ def test_probe_refuses_a_cpu_llvm_does_not_know(mcpu, capsys):
     assert "--mcpu" in line and repr(mcpu) in line
 
 
+@pytest.mark.parametrize("isa, mcpu", [("avx512", "znver3"), ("avx2-fma", "skylake-avx512"),
+                                       ("sse4.2", "haswell"), ("avx", "x86-64-v3")])
+def test_probe_refuses_a_cpu_of_another_isa(isa, mcpu, capsys):
+    line = run_error(["hardware", "probe", "--isa", isa, "--mcpu", mcpu], capsys)
+    assert f"--mcpu {mcpu} builds" in line and f"not {isa}" in line
+
+
+def test_probe_mcpu_matches_its_isa():
+    from gbxfer.cli._hardware import check_mcpu
+
+    for isa, mcpu in [("avx512", "skylake-avx512"), ("avx2-fma", "znver3"),
+                      ("avx2-fma", "x86-64-v3"), ("avx", "sandybridge"), ("sse4.2", "nehalem")]:
+        check_mcpu(mcpu, [isa])  # no error
+    with pytest.raises(GbxferError, match="give --isa avx2-fma with it"):
+        check_mcpu("znver3", ["avx2-fma", "sse4.2"], given=False)
+
+
 def test_probe_mcpu_check_falls_back_to_archspec_without_tvm(monkeypatch):
     import sys
 

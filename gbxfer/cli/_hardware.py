@@ -35,7 +35,7 @@ def add_parser(verbs, common):
                     help="thread count (repeatable; default: 1 and every core)")
     pr.add_argument("--mcpu", type=mcpu_option,
                     help="LLVM mcpu for the target (default: this CPU's own for its widest ISA, "
-                         "the ISA's generic CPU for the older ones)")
+                         "the ISA's generic CPU for the older ones); a CPU of --isa's ISA")
     pr.set_defaults(run=run_probe)
     sh = sub.add_parser("show", parents=[common], help="the descriptor of a target or profile",
                         description="Print the hardware descriptor derived from a TVM target "
@@ -68,6 +68,19 @@ def mcpu_option(text: str) -> str:
     return text
 
 
+def check_mcpu(mcpu: str, isas: list[str], given: bool = True) -> None:
+    """Refuse an ``mcpu`` whose widest vector ISA is not each of ``isas``: its profile would
+    describe other code than its target builds (a CPU archspec does not know passes)."""
+    uarch = microarch.from_mcpu(mcpu)
+    widest = microarch.vector_isa(uarch) if uarch else None
+    own = [isa for isa, spec in ISAS.items() if (spec[1], spec[2]) == widest]
+    for isa in isas if own else []:
+        if isa != own[0]:
+            hint = (f"give --isa {own[0]} with it" if not given else
+                    f"a {isa} profile needs a CPU of that ISA (e.g. {ISAS[isa][3]})")
+            raise GbxferError(f"--mcpu {mcpu} builds {own[0]} code, not {isa}: {hint}")
+
+
 def run_show(args) -> int:
     import json
     import math
@@ -98,6 +111,8 @@ def run_probe(args) -> int:
     isas = [args.isa] if args.isa else supported_isas()
     if not isas:
         raise GbxferError("no known vector ISA found in /proc/cpuinfo")
+    if args.mcpu:
+        check_mcpu(args.mcpu, isas, given=bool(args.isa))
     threads = args.threads or sorted({1, os.cpu_count() or 1})
     if max(threads) > (os.cpu_count() or 1):
         raise GbxferError(f"--threads {max(threads)}: this machine has {os.cpu_count()} "
