@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gbxfer import InputError, ingest
+from gbxfer import GbxferError, InputError, ingest
 from gbxfer.cli import main
 
 
@@ -229,6 +229,20 @@ def test_skip_bad_skips_a_folder_it_can_list_but_not_enter(ansor_lines, tmp_path
     assert error.message == "folder not readable (Permission denied)"
     ds = ingest([top], skip_bad=True)
     assert len(ds) == 4 and ds.manifest["skipped"] == {"no-data": 1}
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_skip_bad_skips_a_damaged_dataset_among_good_logs(ansor_lines, tmp_path, jobs):
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    _log(folder, ansor_lines[:4], "good.json")
+    ingest([_log(tmp_path, ansor_lines[4:6], "more.json")]).save(folder / "ds")
+    table = next((folder / "ds").glob("records-*.parquet"))
+    table.write_bytes(table.read_bytes()[:-8])  # cut short: its checksum no longer matches
+    with pytest.raises(GbxferError, match="records-"):
+        ingest([folder], jobs=jobs)
+    ds = ingest([folder], skip_bad=True, jobs=jobs)
+    assert len(ds) == 4 and ds.manifest["skipped"] == {"bad-dataset": 1}
 
 
 # --- hostile values inside well-formed JSON: each one an InputError, skippable with skip_bad

@@ -37,7 +37,8 @@ def add_parser(verbs, common):
                    help="processes that parse the lines (default: 1); the dataset is the same "
                         "whatever N")
     p.add_argument("--skip-bad", action="store_true",
-                   help="skip bad lines and files, and report them, instead of stopping")
+                   help="skip bad lines, files, folders and datasets, and report them, "
+                        "instead of stopping")
     p.set_defaults(run=run)
 
 

@@ -86,7 +86,13 @@ class Step(NamedTuple):
 def read_step(step: Step, builder, datasets, progress) -> None:
     """Read ``step`` into ``builder`` (logs and databases) or ``datasets``."""
     if step.kind == "dataset":
-        datasets.append(Dataset.load(step.path))
+        try:
+            datasets.append(Dataset.load(step.path))
+        except GbxferError as error:  # damaged: skipped like a bad log with skip_bad
+            if not builder.skip_bad:
+                raise
+            message = str(error).removeprefix(f"{step.path}: ")
+            builder.guard(InputError(step.path, None, "bad-dataset", message))
     elif step.kind == "nothing":
         builder.guard(InputError(step.path, None, "no-data", step.message))
     elif step.kind == "ansor":
