@@ -37,8 +37,8 @@ def ingest(sources, hardware=None, skip_bad=False, progress=False, machine=None,
         derived from targets (:func:`~gbxfer.records.targets.machine_identity`) and the one a
         gbxfer dataset carries.
     skip_bad : bool
-        Skip bad lines and files (counted by reason in ``manifest["skipped"]``) instead of
-        raising :class:`~gbxfer.errors.InputError` on the first one.
+        Skip bad lines, files, unreadable folders and damaged gbxfer datasets (counted by
+        reason in ``manifest["skipped"]``) instead of raising on the first one.
     progress : bool
         Show a progress bar of lines read.
     jobs : int
