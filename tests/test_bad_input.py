@@ -3,12 +3,10 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-from pathlib import Path
 
 import pytest
 
-from gbxfer import GbxferError, InputError, ingest
+from gbxfer import InputError, ingest
 from gbxfer.cli import main
 
 
@@ -175,74 +173,6 @@ def test_skip_bad_skips_an_empty_file_among_good_ones(ansor_lines, tmp_path):
     ds = ingest([good, empty], skip_bad=True)
     assert len(ds) == 4
     assert ds.manifest["skipped"] == {"empty-file": 1}
-
-
-@pytest.mark.parametrize("jobs", [1, 2])
-def test_skip_bad_skips_a_dangling_link_among_good_ones(ansor_lines, tmp_path, jobs):
-    folder = tmp_path / "logs"
-    folder.mkdir()
-    _log(folder, ansor_lines[:4], "good.json")
-    (folder / "gone.json").symlink_to(tmp_path / "nowhere.json")
-    error = _expect_error(folder / "gone.json", None, "unreadable-file", folder)
-    assert error.message == f"a link to {tmp_path / 'nowhere.json'}, which does not exist"
-    ds = ingest([folder], skip_bad=True, jobs=jobs)
-    assert len(ds) == 4
-    assert ds.manifest["skipped"] == {"unreadable-file": 1}
-
-
-def test_skip_bad_skips_a_folder_it_cannot_list(ansor_lines, tmp_path, monkeypatch):
-    folder = tmp_path / "logs"
-    (folder / "locked").mkdir(parents=True)
-    _log(folder, ansor_lines[:4], "good.json")
-    _log(folder / "locked", ansor_lines[4:6], "more.json")
-    scandir = os.scandir
-
-    def no_access(path="."):  # what a folder without read access gives (root reads all)
-        if str(path).endswith("locked"):
-            raise PermissionError(13, "Permission denied", str(path))
-        return scandir(path)
-
-    monkeypatch.setattr(os, "scandir", no_access)
-    error = _expect_error(folder / "locked", None, "no-data", folder)
-    assert error.message == "folder not readable (Permission denied)"
-    ds = ingest([folder], skip_bad=True)
-    assert len(ds) == 4 and ds.manifest["skipped"] == {"no-data": 1}
-
-
-@pytest.mark.parametrize("tenset", [False, True])
-def test_skip_bad_skips_a_folder_it_can_list_but_not_enter(ansor_lines, tmp_path, monkeypatch,
-                                                           tenset):
-    top = tmp_path / "measure_records" if tenset else tmp_path / "logs"
-    folder = top / "cpu-a" if tenset else top
-    (folder / "locked").mkdir(parents=True)
-    _log(folder, ansor_lines[:4], "good.json")
-    _log(folder / "locked", ansor_lines[4:6], "more.json")
-    stat = os.stat
-
-    def no_entry(path, *args, **kwargs):  # read without execute: names listed, none looked at
-        if Path(path).parent.name == "locked":
-            raise PermissionError(13, "Permission denied", str(path))
-        return stat(path, *args, **kwargs)
-
-    monkeypatch.setattr(os, "stat", no_entry)
-    error = _expect_error(folder / "locked", None, "no-data", top)
-    assert error.message == "folder not readable (Permission denied)"
-    ds = ingest([top], skip_bad=True)
-    assert len(ds) == 4 and ds.manifest["skipped"] == {"no-data": 1}
-
-
-@pytest.mark.parametrize("jobs", [1, 2])
-def test_skip_bad_skips_a_damaged_dataset_among_good_logs(ansor_lines, tmp_path, jobs):
-    folder = tmp_path / "logs"
-    folder.mkdir()
-    _log(folder, ansor_lines[:4], "good.json")
-    ingest([_log(tmp_path, ansor_lines[4:6], "more.json")]).save(folder / "ds")
-    table = next((folder / "ds").glob("records-*.parquet"))
-    table.write_bytes(table.read_bytes()[:-8])  # cut short: its checksum no longer matches
-    with pytest.raises(GbxferError, match="records-"):
-        ingest([folder], jobs=jobs)
-    ds = ingest([folder], skip_bad=True, jobs=jobs)
-    assert len(ds) == 4 and ds.manifest["skipped"] == {"bad-dataset": 1}
 
 
 # --- hostile values inside well-formed JSON: each one an InputError, skippable with skip_bad

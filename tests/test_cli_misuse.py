@@ -294,7 +294,7 @@ def test_probe_refuses_a_cpu_llvm_does_not_know(mcpu, capsys):
                                        ("sse4.2", "haswell"), ("avx", "x86-64-v3")])
 def test_probe_refuses_a_cpu_of_another_isa(isa, mcpu, capsys):
     line = run_error(["hardware", "probe", "--isa", isa, "--mcpu", mcpu], capsys)
-    assert f"--mcpu {mcpu} builds" in line and f"not {isa}" in line
+    assert f"--mcpu {mcpu} builds" in line and f"--isa {isa} is" in line
 
 
 def test_probe_mcpu_matches_its_isa():
@@ -303,8 +303,18 @@ def test_probe_mcpu_matches_its_isa():
     for isa, mcpu in [("avx512", "skylake-avx512"), ("avx2-fma", "znver3"),
                       ("avx2-fma", "x86-64-v3"), ("avx", "sandybridge"), ("sse4.2", "nehalem")]:
         check_mcpu(mcpu, [isa])  # no error
-    with pytest.raises(GbxferError, match="give --isa avx2-fma with it"):
+    with pytest.raises(GbxferError, match="256-bit vector FMA code, and --isa sse4.2 is "
+                                          "128-bit vector: give --isa"):
         check_mcpu("znver3", ["avx2-fma", "sse4.2"], given=False)
+
+
+def test_probe_warns_of_a_cpu_it_cannot_check(monkeypatch, caplog):
+    from gbxfer.cli._hardware import check_mcpu
+    from gbxfer.hardware import microarch
+
+    monkeypatch.setattr(microarch, "from_mcpu", lambda mcpu: None)  # a CPU newer than archspec
+    check_mcpu("sierraforest", ["avx512"])
+    assert "archspec does not know this CPU" in caplog.text
 
 
 def test_probe_mcpu_check_falls_back_to_archspec_without_tvm(monkeypatch):

@@ -12,7 +12,7 @@ from typing import NamedTuple
 from tqdm.auto import tqdm
 
 from .dataset import Dataset
-from ..errors import GbxferError, InputError
+from ..errors import GbxferError, InputError, SchemaVersionError
 from .formats import (RecordBuilder, is_ansor_log, is_metaschedule_database, read_ansor_log,
                       read_metaschedule_database)
 from .targets import profile_name_problem
@@ -88,10 +88,12 @@ def read_step(step: Step, builder, datasets, progress) -> None:
     if step.kind == "dataset":
         try:
             datasets.append(Dataset.load(step.path))
-        except GbxferError as error:  # damaged: skipped like a bad log with skip_bad
+        except SchemaVersionError:  # not damaged: another gbxfer's (the error says which)
+            raise
+        except (GbxferError, OSError) as error:  # damaged: skipped like a bad log with skip_bad
             if not builder.skip_bad:
                 raise
-            message = str(error).removeprefix(f"{step.path}: ")
+            message = str(error).removeprefix(f"{step.path}: ").replace(f"{step.path}/", "")
             builder.guard(InputError(step.path, None, "bad-dataset", message))
     elif step.kind == "nothing":
         builder.guard(InputError(step.path, None, "no-data", step.message))
@@ -125,6 +127,8 @@ def _plan(path: Path, hardware, steps: list) -> None:
                               f"({path.parent}) to read both of its files")
         steps.append(Step("ansor", path, hardware))
         return
+    if not _enterable(path, steps):
+        return
     if (path / "manifest.json").is_file():
         steps.append(Step("dataset", path))
         return
@@ -155,6 +159,8 @@ def _plan_tenset_tree(tree: Path, hardware, steps: list) -> None:
     """TenSet layout: one folder per platform, whose name is the hardware profile name; a log
     beside them names its hardware by its lines' targets. Hidden files and folders are left
     out (``.ipynb_checkpoints`` copies would count every measurement twice)."""
+    if not _enterable(tree, steps):
+        return
     platforms = sorted(p for p in tree.iterdir() if p.is_dir() and not p.name.startswith("."))
     before = len(steps)
     steps += [Step("ansor", log, hardware) for log in sorted(tree.glob("*.json*"))
@@ -167,7 +173,8 @@ def _plan_tenset_tree(tree: Path, hardware, steps: list) -> None:
         elif not os.access(platform, os.R_OK | os.X_OK):
             steps.append(Step("nothing", platform, message="platform folder not readable"))
         else:
-            logs = [root / name for root, _, files in _walk(platform, steps) for name in files]
+            logs = [root / name for root, _, files in _walk(platform, steps, hidden=False)
+                    for name in files]
             steps += [Step("ansor", log, hardware or (platform.name, None))
                       for log in sorted(logs) if _is_log(log, tree)]
     if len(steps) == before:
@@ -175,23 +182,37 @@ def _plan_tenset_tree(tree: Path, hardware, steps: list) -> None:
         steps.append(Step("nothing", tree, message=f"TenSet tree has no {where}"))
 
 
-def _walk(top: Path, steps: list):
-    """``os.walk`` over ``top`` in sorted order as ``(Path, dirs, files)``; a folder it cannot
-    list or enter is a skippable "folder not readable" step in ``steps`` instead of an error."""
-    def unreadable(folder, error: OSError) -> None:
-        steps.append(Step("nothing", Path(folder), message="folder not readable ("
-                          f"{error.strerror or error})"))
+def _walk(top: Path, steps: list, hidden: bool = True):
+    """``os.walk`` over ``top`` in sorted order as ``(Path, dirs, files)``, hidden folders left
+    out unless ``hidden``; a folder it cannot list or enter is a skippable "folder not
+    readable" step in ``steps`` instead of an error."""
+    def unlisted(error: OSError) -> None:
+        steps.append(_unreadable(Path(error.filename), error))
 
-    for root, dirs, files in os.walk(top, onerror=lambda error: unreadable(error.filename, error)):
+    for root, dirs, files in os.walk(top, onerror=unlisted):
         root = Path(root)
-        try:  # listable without the right to enter: its entries cannot be looked at
-            (root / "manifest.json").is_file()
-        except OSError as error:
-            unreadable(root, error)
+        if not _enterable(root, steps):
             dirs.clear()
             continue
-        dirs.sort()
+        dirs[:] = sorted(d for d in dirs if hidden or not d.startswith("."))
         yield root, dirs, sorted(files)
+
+
+def _enterable(folder: Path, steps: list) -> bool:
+    """Whether the entries of ``folder`` can be looked at (a folder that can be listed but not
+    entered cannot); where not, a skippable "folder not readable" step in ``steps``."""
+    try:
+        os.stat(folder / "manifest.json", follow_symlinks=False)
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except OSError as error:
+        steps.append(_unreadable(folder, error))
+        return False
+    return True
+
+
+def _unreadable(folder: Path, error: OSError) -> Step:
+    return Step("nothing", folder, message=f"folder not readable ({error.strerror or error})")
 
 
 def _is_log(path: Path, tree: Path) -> bool:
