@@ -35,6 +35,15 @@ after each model, hold every model and seed timed in --work on this machine and 
 (``rows.json`` of each work folder); the libraries and runs under --work. ``--layout nhwc``
 tunes both runs and builds every library with the convolutions in NHWC (``gbxfer tune
 --layout``); a work folder's runs are resumed only with the layout they were tuned in.
+
+Rule for ``gbxfer tune --onnx``'s default layout, written 2026-12-07 15:56 UTC, after seeing
+the first 15 minutes of the Zen 3's nhwc tuning curve (tuning's weighted latency 156 ms where
+the as-is run had 180 ms at 15 minutes) and before any of its timings: ``nhwc`` becomes the
+default if, in ``bench_onnx_zen3_nhwc`` (ResNet-50, seed 0) against ``bench_onnx_zen3_60``
+(the as-is run of the same seed on the same CPU model), gbxfer's 1-thread latency over ONNX
+Runtime's (a ratio within each run, so the two runs' machine states cancel) is at least 5%
+lower at 30 and at 60 minutes, and its outputs match ONNX Runtime's within tolerance. One run
+of each layout: indicative, said so where reported.
 """
 from __future__ import annotations
 
