@@ -302,10 +302,14 @@ def test_probe_mcpu_matches_its_isa():
 
     for isa, mcpu in [("avx512", "skylake-avx512"), ("avx2-fma", "znver3"),
                       ("avx2-fma", "x86-64-v3"), ("avx", "sandybridge"), ("sse4.2", "nehalem")]:
-        check_mcpu(mcpu, [isa])  # no error
-    with pytest.raises(GbxferError, match="256-bit vector FMA code, and --isa sse4.2 is "
-                                          "128-bit vector: give --isa"):
-        check_mcpu("znver3", ["avx2-fma", "sse4.2"], given=False)
+        check_mcpu(mcpu, isa)  # no error
+    with pytest.raises(GbxferError, match=r"256-bit vector FMA code \(avx2-fma\), and --isa "
+                                          "sse4.2 is 128-bit vector"):
+        check_mcpu("znver3", "sse4.2")
+
+
+def test_probe_mcpu_needs_isa(capsys):
+    assert "--mcpu needs --isa" in run_error(["hardware", "probe", "--mcpu", "znver3"], capsys)
 
 
 def test_probe_warns_of_a_cpu_it_cannot_check(monkeypatch, caplog):
@@ -313,8 +317,8 @@ def test_probe_warns_of_a_cpu_it_cannot_check(monkeypatch, caplog):
     from gbxfer.hardware import microarch
 
     monkeypatch.setattr(microarch, "from_mcpu", lambda mcpu: None)  # a CPU newer than archspec
-    check_mcpu("sierraforest", ["avx512"])
-    assert "archspec does not know this CPU" in caplog.text
+    check_mcpu("sierraforest", "avx512")
+    assert "archspec cannot tell this CPU's vector ISA" in caplog.text
 
 
 def test_probe_mcpu_check_falls_back_to_archspec_without_tvm(monkeypatch):

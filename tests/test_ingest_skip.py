@@ -10,6 +10,7 @@ import pytest
 from test_bad_input import _expect_error, _log
 
 from gbxfer import GbxferError, SchemaVersionError, ingest
+from gbxfer.manifests import _digest
 
 
 def _no_entry(monkeypatch, name="locked"):
@@ -17,7 +18,7 @@ def _no_entry(monkeypatch, name="locked"):
     stat = os.stat
 
     def no_entry(path, *args, **kwargs):
-        if Path(path).parent.name == name:
+        if isinstance(path, (str, os.PathLike)) and Path(path).parent.name == name:
             raise PermissionError(13, "Permission denied", str(path))
         return stat(path, *args, **kwargs)
 
@@ -33,7 +34,31 @@ def test_a_source_folder_that_cannot_be_entered_is_one_line(ansor_lines, tmp_pat
     error = _expect_error(source, None, "no-data")
     assert error.message == "folder not readable (Permission denied)"
     good = _log(tmp_path, ansor_lines[:4], "good.json")
-    assert len(ingest([good, source], skip_bad=True)) == 4
+    ds = ingest([good, source], skip_bad=True)
+    assert len(ds) == 4 and ds.manifest["skipped"] == {"no-data": 1}
+
+
+def test_a_tenset_tree_that_cannot_be_entered_is_one_line(ansor_lines, tmp_path, monkeypatch):
+    top = tmp_path / "top"
+    (top / "measure_records" / "cpu-a").mkdir(parents=True)
+    _log(top / "measure_records" / "cpu-a", ansor_lines[:4], "good.json")
+    _no_entry(monkeypatch, "measure_records")
+    error = _expect_error(top / "measure_records", None, "no-data", top)
+    assert error.message == "folder not readable (Permission denied)"
+
+
+def test_a_tenset_tree_that_cannot_be_listed_is_one_line(ansor_lines, tmp_path, monkeypatch):
+    tree = tmp_path / "measure_records"
+    (tree / "cpu-a").mkdir(parents=True)
+    for name in ("scandir", "listdir"):  # (pathlib lists with either, by Python version)
+        def no_listing(path=".", _list=getattr(os, name)):  # entered, not listed
+            if str(path).endswith("measure_records"):
+                raise PermissionError(13, "Permission denied", str(path))
+            return _list(path)
+
+        monkeypatch.setattr(os, name, no_listing)
+    error = _expect_error(tree, None, "no-data", tmp_path)
+    assert error.message == "folder not readable (Permission denied)"
 
 
 def test_an_unreadable_hidden_folder_of_a_tenset_tree_is_left_out(ansor_lines, tmp_path,
@@ -53,7 +78,8 @@ def test_skip_bad_does_not_skip_a_dataset_of_another_schema(ansor_lines, tmp_pat
     _log(folder, ansor_lines[:4], "good.json")
     ingest([_log(tmp_path, ansor_lines[4:6], "more.json")]).save(folder / "ds")
     manifest = folder / "ds" / "manifest.json"
-    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "schema_version": 99}))
+    content = {**json.loads(manifest.read_text()), "schema_version": 99}
+    manifest.write_text(json.dumps({**content, "sha256": _digest(content)}))  # not damaged
     with pytest.raises(SchemaVersionError, match="schema version 99"):
         ingest([folder], skip_bad=True)  # not damaged: a newer gbxfer's, which the user needs
 

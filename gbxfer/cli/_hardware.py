@@ -69,22 +69,22 @@ def mcpu_option(text: str) -> str:
     return text
 
 
-def check_mcpu(mcpu: str, isas: list[str], given: bool = True) -> None:
-    """Refuse an ``mcpu`` whose widest vectors (width and FMA) are not those of each of
-    ``isas``: its profile would describe other code than its target builds. A CPU archspec
-    does not know cannot be checked: a warning says so."""
+def check_mcpu(mcpu: str, isa: str) -> None:
+    """Refuse an ``mcpu`` whose widest vectors (width and FMA) are not ``isa``'s: its profile
+    would describe other code than its target builds. A CPU whose vectors archspec cannot tell
+    is not checked: a warning says so."""
     uarch = microarch.from_mcpu(mcpu)
     widest = microarch.vector_isa(uarch) if uarch else None
     if widest is None:
-        log.warning("--mcpu %s: archspec does not know this CPU, so whether it builds %s code "
-                    "is not checked", mcpu, " or ".join(isas))
+        log.warning("--mcpu %s: archspec cannot tell this CPU's vector ISA, so whether it "
+                    "builds %s code is not checked", mcpu, isa)
         return
-    for isa in isas:
-        if (ISAS[isa][1], ISAS[isa][2]) != widest:
-            hint = ("give --isa, with a CPU of that ISA" if not given else
-                    f"profiles of {isa} need a CPU of that ISA (e.g. {ISAS[isa][3]})")
-            raise GbxferError(f"--mcpu {mcpu} builds {_vectors(*widest)} code, and --isa {isa} "
-                              f"is {_vectors(*ISAS[isa][1:3])}: {hint}")
+    if (ISAS[isa][1], ISAS[isa][2]) != widest:
+        own = [name for name, spec in ISAS.items() if (spec[1], spec[2]) == widest]
+        raise GbxferError(f"--mcpu {mcpu} builds {_vectors(*widest)} code"
+                          f"{f' ({own[0]})' if own else ''}, and --isa {isa} is "
+                          f"{_vectors(*ISAS[isa][1:3])}: profiles of {isa} need a CPU of that "
+                          f"ISA (e.g. {ISAS[isa][3]})")
 
 
 def _vectors(bits: int, fma: int) -> str:
@@ -121,8 +121,11 @@ def run_probe(args) -> int:
     isas = [args.isa] if args.isa else supported_isas()
     if not isas:
         raise GbxferError("no known vector ISA found in /proc/cpuinfo")
+    if args.mcpu and not args.isa:
+        raise GbxferError("--mcpu needs --isa (an ISA of that CPU): it is the target of every "
+                          "profile the probe writes")
     if args.mcpu:
-        check_mcpu(args.mcpu, isas, given=bool(args.isa))
+        check_mcpu(args.mcpu, args.isa)
     threads = args.threads or sorted({1, os.cpu_count() or 1})
     if max(threads) > (os.cpu_count() or 1):
         raise GbxferError(f"--threads {max(threads)}: this machine has {os.cpu_count()} "

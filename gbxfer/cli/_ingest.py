@@ -67,11 +67,11 @@ def run(args) -> int:
     skipped = dataset.manifest.get("skipped", {})
     if skipped:
         reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(skipped.items()))
-        log.warning("skipped %d bad lines or files (%s)", sum(skipped.values()), reasons)
+        log.warning("skipped %d bad lines, files, folders or datasets (%s)", sum(skipped.values()), reasons)
         for example in dataset.manifest.get("skip_examples", [])[:5]:
             log.warning("  %s", example)
     if not len(dataset):  # an empty dataset would replace OUT
-        why = "every line or file was bad and skipped" if skipped else "the sources hold none"
+        why = "every source was bad and skipped" if skipped else "the sources hold none"
         raise GbxferError(f"no record read ({why}): {args.out} not written")
     dataset.manifest.setdefault("commands", []).append(command_stamp())
     dataset.save(args.out)

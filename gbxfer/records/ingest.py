@@ -88,12 +88,12 @@ def read_step(step: Step, builder, datasets, progress) -> None:
     if step.kind == "dataset":
         try:
             datasets.append(Dataset.load(step.path))
-        except SchemaVersionError:  # not damaged: another gbxfer's (the error says which)
+        except SchemaVersionError:  # a version this gbxfer cannot read (a newer one's?): said
             raise
         except (GbxferError, OSError) as error:  # damaged: skipped like a bad log with skip_bad
             if not builder.skip_bad:
                 raise
-            message = str(error).removeprefix(f"{step.path}: ").replace(f"{step.path}/", "")
+            message = str(error).removeprefix(f"{step.path}: ").replace(f"{step.path}{os.sep}", "")
             builder.guard(InputError(step.path, None, "bad-dataset", message))
     elif step.kind == "nothing":
         builder.guard(InputError(step.path, None, "no-data", step.message))
@@ -139,18 +139,15 @@ def _plan(path: Path, hardware, steps: list) -> None:
     if tenset.is_dir():
         _plan_tenset_tree(tenset, hardware, steps)
         return
-    found = False
+    before = len(steps)
     for root, dirs, files in _walk(path, steps):
         if root != path and ((root / "manifest.json").is_file() or is_metaschedule_database(root)):
             _plan(root, hardware, steps)
             dirs.clear()
-            found = True
             continue
-        for name in files:
-            if is_ansor_log(root / name):
-                steps.append(Step("ansor", root / name, hardware))
-                found = True
-    if not found:
+        steps += [Step("ansor", root / name, hardware) for name in files
+                  if is_ansor_log(root / name)]
+    if len(steps) == before:  # (an unreadable folder is its own step: said once)
         steps.append(Step("nothing", path, message="no MetaSchedule database, Ansor/TenSet log "
                           "(*.json, *.json.gz) or gbxfer dataset in this folder"))
 
@@ -161,7 +158,11 @@ def _plan_tenset_tree(tree: Path, hardware, steps: list) -> None:
     out (``.ipynb_checkpoints`` copies would count every measurement twice)."""
     if not _enterable(tree, steps):
         return
-    platforms = sorted(p for p in tree.iterdir() if p.is_dir() and not p.name.startswith("."))
+    try:
+        platforms = sorted(p for p in tree.iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError as error:  # entered, not listed
+        steps.append(_unreadable(tree, error))
+        return
     before = len(steps)
     steps += [Step("ansor", log, hardware) for log in sorted(tree.glob("*.json*"))
               if _is_log(log, tree)]
