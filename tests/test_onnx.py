@@ -127,6 +127,7 @@ def test_tuned_onnx_model_matches_onnxruntime_and_both_are_timed(residual_run):
     # the profile's thread count, on both sides (the host profile: 1 thread)
     assert summary["threads"] == {"tvm": 1, "onnx_runtime": 1}
     assert summary["trials"] >= 8 and summary["budget"] == {"trials": 8}  # + a last batch
+    assert summary["layout"] == "nhwc"  # the default: convolutions channels-last
 
 
 def test_tuned_onnx_model_has_its_database_and_curve(residual_run):
@@ -138,29 +139,30 @@ def test_tuned_onnx_model_has_its_database_and_curve(residual_run):
     assert ingest([residual_run / "metaschedule"]).records["valid"].sum() >= 1
 
 
-def test_convolutions_converted_to_channels_last_are_tuned_so_and_still_match(tmp_path,
-                                                                             profile):
-    """--layout nhwc: the conv task is NHWC with HWIO weights (the suite's layout); the
-    network still takes and gives NCHW and matches ONNX Runtime."""
+def test_convolutions_converted_to_channels_last_or_kept_as_they_are(tmp_path, profile):
+    """nhwc (the default): the conv task is NHWC with HWIO weights (the suite's layout), the
+    network still takes and gives NCHW; --layout as-is keeps NCHW and matches ONNX Runtime."""
     from gbxfer.cli import main
     from gbxfer.tvm._networks import extract_tasks, prepare
     from gbxfer.tvm._onnx import load_onnx
 
     model = residual_block(tmp_path / "residual.onnx")
-    tasks = extract_tasks(prepare(load_onnx(model, layout="nhwc").mod),
-                          tvm.target.Target({"kind": "llvm"}))
-    conv = [t for t in tasks if "conv2d" in t.task_name]
-    shapes = [[int(d) for d in p.ty.shape] for f in conv[0].dispatched[0].functions.values()
-              for p in f.params]
-    assert len(conv) == 1 and shapes[:2] == [[1, 16, 16, 8], [3, 3, 8, 8]]
+    for layout, data, weights in [("nhwc", [1, 16, 16, 8], [3, 3, 8, 8]),
+                                  ("as-is", [1, 8, 16, 16], [8, 8, 3, 3])]:
+        tasks = extract_tasks(prepare(load_onnx(model, layout=layout).mod),
+                              tvm.target.Target({"kind": "llvm"}))
+        conv = [t for t in tasks if "conv2d" in t.task_name]
+        shapes = [[int(d) for d in p.ty.shape] for f in conv[0].dispatched[0].functions.values()
+                  for p in f.params]
+        assert len(conv) == 1 and shapes[:2] == [data, weights]
     out = tmp_path / "run"
-    assert main(["tune", "--onnx", str(model), "--layout", "nhwc", "--hardware", str(profile),
+    assert main(["tune", "--onnx", str(model), "--layout", "as-is", "--hardware", str(profile),
                  "--trials", "8", *TINY, "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["layout"] == "nhwc" and summary["outputs_match"]
+    assert summary["layout"] == "as-is" and summary["outputs_match"]
     assert summary["max_abs_diff"]["y"] < 1e-3
-    tuned = json.loads((out / "run.json").read_text())["tasks_tuned"]
-    assert "transpose" in tuned and "fused_conv2d_add" in tuned  # NCHW in, NHWC convolution
+    run = json.loads((out / "run.json").read_text())
+    assert "transpose" not in run["tasks_tuned"] and "layout" not in run  # as runs before nhwc
 
 
 def test_attention_block_tuned_for_minutes_matches_onnxruntime(tmp_path, profile):

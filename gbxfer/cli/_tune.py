@@ -92,10 +92,10 @@ def add_parser(verbs, common):
                         "better), refine (the model refined only), session (their own model "
                         "after a task's first round), prior (never updated); gbxfer's cost "
                         "model only")
-    p.add_argument("--layout", choices=list(LAYOUTS), default="as-is",
+    p.add_argument("--layout", choices=list(LAYOUTS),
                    help="with --onnx: the layout its convolutions are tuned and built in: "
-                        "as-is (the model's, default) or nhwc (channels-last, the layout of "
-                        "the pretrained model's training data); inputs and outputs keep the "
+                        "nhwc (channels-last, the layout of the pretrained model's training "
+                        "data; default) or as-is (the model's); inputs and outputs keep the "
                         "model's")
     p.add_argument("--input-shape", type=input_shape_option, action="append",
                    metavar="NAME=D1,D2,...",
@@ -206,8 +206,9 @@ def run(args) -> int:
                           f"{network_source}'s")
     if args.input_shape and not args.onnx:
         raise GbxferError("--input-shape fixes the inputs of an --onnx model")
-    if args.layout != "as-is" and not args.onnx:
+    if args.layout is not None and not args.onnx:
         raise GbxferError("--layout converts the convolutions of an --onnx model")
+    args.layout = args.layout or ("nhwc" if args.onnx else "as-is")  # (as-is: none converted)
     if args.parallel_within is not None and not network_source:
         raise GbxferError("--parallel-within chooses the programs a --relax or --onnx network "
                           "is built with")
