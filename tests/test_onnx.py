@@ -165,6 +165,20 @@ def test_convolutions_converted_to_channels_last_or_kept_as_they_are(tmp_path, p
     assert "transpose" not in run["tasks_tuned"] and "layout" not in run  # as runs before nhwc
 
 
+def test_convolutions_tvm_cannot_convert_are_kept_as_they_are(tmp_path, monkeypatch, caplog):
+    from tvm import relax
+
+    from gbxfer.tvm._onnx import load_onnx
+
+    def refuse(_):
+        raise RuntimeError("InternalError: Cannot convert when exactly one layout is unknown")
+
+    monkeypatch.setattr(relax.transform, "ConvertLayout", refuse)
+    network = load_onnx(residual_block(tmp_path / "residual.onnx"), layout="nhwc")
+    assert network.layout == "as-is" and "kept in the model's layout" in caplog.text
+    assert "Cannot convert" in caplog.text
+
+
 def test_attention_block_tuned_for_minutes_matches_onnxruntime(tmp_path, profile):
     """--minutes: the run ends by itself (its trial cap is effectively unlimited) soon after
     the minutes are spent."""
