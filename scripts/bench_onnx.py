@@ -216,7 +216,9 @@ def tune_run(model_path: Path, method: str, args, out: Path) -> dict:
         if method == "gbxfer" and population != args.population:
             raise SystemExit(f"{out} was tuned with --population {population}, not "
                              f"{args.population}: give another --work")
-        if (layout := summary.get("layout") or "as-is") != args.layout:
+        layout = summary.get("layout") or "as-is"  # (as-is too for a model without conv2d)
+        if layout != args.layout and not (layout == "as-is" and "conv" not in json.dumps(
+                summary.get("weights", {}))):
             raise SystemExit(f"{out} was tuned with --layout {layout}, not {args.layout}: "
                              "give another --work")
         online = summary.get("online", {}).get("mode", "blend")

@@ -19,6 +19,7 @@ pytest.importorskip("onnxruntime")
 pytestmark = pytest.mark.tvm
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from gbxfer.errors import GbxferError  # noqa: E402
 
 SMALL = ["--trials-per-iter", "8", "--population", "16", "--repeats", "1",
          "--min-repeat-ms", "1", "-q"]
@@ -165,18 +166,24 @@ def test_convolutions_converted_to_channels_last_or_kept_as_they_are(tmp_path, p
     assert "transpose" not in run["tasks_tuned"] and "layout" not in run  # as runs before nhwc
 
 
-def test_convolutions_tvm_cannot_convert_are_kept_as_they_are(tmp_path, monkeypatch, caplog):
+def test_convolutions_tvm_cannot_convert_are_one_line(tmp_path, profile, monkeypatch, capsys):
     from tvm import relax
-
-    from gbxfer.tvm._onnx import load_onnx
 
     def refuse(_):
         raise RuntimeError("InternalError: Cannot convert when exactly one layout is unknown")
 
     monkeypatch.setattr(relax.transform, "ConvertLayout", refuse)
-    network = load_onnx(residual_block(tmp_path / "residual.onnx"), layout="nhwc")
-    assert network.layout == "as-is" and "kept in the model's layout" in caplog.text
-    assert "Cannot convert" in caplog.text
+    line = run_error(["tune", "--onnx", str(residual_block(tmp_path / "residual.onnx")),
+                      "--hardware", str(profile), "--trials", "8",
+                      "--out", str(tmp_path / "run"), "-q"], capsys)
+    assert "cannot convert its convolutions to nhwc" in line and "--layout as-is" in line
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_model_without_convolutions_is_tuned_as_it_is(tmp_path):
+    from gbxfer.tvm._onnx import load_onnx
+
+    assert load_onnx(attention_block(tmp_path / "attention.onnx"), layout="nhwc").layout == "as-is"
 
 
 def test_attention_block_tuned_for_minutes_matches_onnxruntime(tmp_path, profile):
@@ -378,3 +385,12 @@ def test_a_folder_given_as_the_model_is_named_as_one(tmp_path, profile, capsys):
         main(["tune", "--onnx", str(tmp_path / "model.onnx"), "--hardware", str(profile),
               "--trials", "8", "--out", str(tmp_path / "run")])
     assert "is a folder, not an ONNX file" in capsys.readouterr().err
+
+
+def test_a_run_started_before_nhwc_was_the_default_says_how_to_continue(tmp_path):
+    from gbxfer.cli._tune_run import RUN, earlier_curve
+
+    (tmp_path / RUN).write_text(json.dumps({"seed": 0}))  # as-is: no layout recorded
+    (tmp_path / "summary.json").write_text(json.dumps({"trials": 8}))
+    with pytest.raises(GbxferError, match="add --layout as-is to continue it"):
+        earlier_curve(tmp_path, {"seed": 0, "layout": "nhwc"}, None)

@@ -235,7 +235,7 @@ def run(args) -> int:
                                   "give an llvm one")
             # both before OUT is written: a model either cannot take fails before tuning
             onnx_network = load_onnx(args.onnx, _input_shapes(args), args.layout)
-            args.layout = onnx_network.layout  # (as-is where the conversion failed)
+            args.layout = onnx_network.layout  # (as-is where the model has no convolution)
             session = onnxruntime_session(args.onnx, profile.threads)
             network = onnx_network.mod
         else:

@@ -30,7 +30,7 @@ def identity(args, names: list[str], weights: list[float]) -> dict:
     same = {key: str(value) if isinstance(value, Path) else value
             for key, value in sorted(vars(args).items()) if key not in NOT_IDENTITY}
     same["input_shape"] = [[name, list(shape)] for name, shape in args.input_shape or []]
-    if same.get("layout") == "as-is":  # the default: runs from before --layout continue
+    if same.get("layout") == "as-is":  # as runs from before --layout recorded it
         del same["layout"]
     if args.cost_model == "gbxfer":
         same["model"] = args.model or "pretrained"
@@ -65,6 +65,9 @@ def earlier_curve(out: Path, run: dict, args) -> pd.DataFrame | None:
                           "folder") from None
     differ = sorted(key for key in before.keys() | run.keys()
                     if before.get(key) != run.get(key))
+    if "layout" in differ and "layout" not in before:  # (nhwc, the default since 2026-12-07)
+        raise GbxferError(f"{out}: holds a tuning run of the model's own layout, started before "
+                          "nhwc was the default: add --layout as-is to continue it")
     if differ:
         raise GbxferError(f"{out}: holds a tuning run with other arguments ("
                           f"{', '.join(_option(k) for k in differ)}); rerun it as it was "

@@ -50,7 +50,7 @@ class OnnxNetwork:
     inputs: dict[str, tuple[tuple[int, ...], np.dtype]]  # graph order: name -> (shape, dtype)
     outputs: list[str]
     mod: object  # the Relax IRModule: function ``main``, weights bound as constants
-    layout: str = "as-is"  # the convolutions' (as-is where the conversion asked for failed)
+    layout: str = "as-is"  # the convolutions' (as-is where the model has none)
 
 
 def _nodes(graph):
@@ -184,14 +184,15 @@ def load_onnx(path, input_shapes: dict[str, tuple[int, ...]] | None = None,
     if failure is not None:
         hint = f" (onnx.checker: {checker[0]})" if checker else ""
         raise GbxferError(f"{path}: TVM's ONNX frontend cannot import it: {failure}{hint}")
-    if LAYOUTS[layout] is not None and any(n.op_type == "Conv" for n in _nodes(model.graph)):
+    if not any(n.op_type == "Conv" for n in _nodes(model.graph)):
+        layout = "as-is"  # no convolution to convert
+    if LAYOUTS[layout] is not None:
         try:
             mod = relax.transform.ConvertLayout(LAYOUTS[layout])(mod)
         except Exception as exc:  # noqa: BLE001 - TVM's InternalError (e.g. an unknown shape)
             message = str(exc).strip().splitlines()
-            log.warning("%s: the convolutions are kept in the model's layout: TVM cannot "
-                        "convert them to %s (%s)", path, layout, message[-1] if message else exc)
-            layout = "as-is"
+            raise GbxferError(f"{path}: TVM cannot convert its convolutions to {layout} ("
+                              f"{message[-1] if message else exc}); give --layout as-is") from None
     return OnnxNetwork(path, inputs, [o.name for o in model.graph.output], mod, layout)
 
 
