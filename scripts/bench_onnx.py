@@ -217,8 +217,8 @@ def tune_run(model_path: Path, method: str, args, out: Path) -> dict:
             raise SystemExit(f"{out} was tuned with --population {population}, not "
                              f"{args.population}: give another --work")
         layout = summary.get("layout") or "as-is"  # (as-is too for a model without conv2d)
-        if layout != args.layout and not (layout == "as-is" and "conv" not in json.dumps(
-                summary.get("weights", {}))):
+        convolutions = any("conv" in task for task in summary.get("weights", {}))
+        if layout != args.layout and (convolutions or layout != "as-is"):
             raise SystemExit(f"{out} was tuned with --layout {layout}, not {args.layout}: "
                              "give another --work")
         online = summary.get("online", {}).get("mode", "blend")

@@ -67,7 +67,8 @@ def run(args) -> int:
     skipped = dataset.manifest.get("skipped", {})
     if skipped:
         reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(skipped.items()))
-        log.warning("skipped %d bad lines, files, folders or datasets (%s)", sum(skipped.values()), reasons)
+        log.warning("skipped %d bad lines, files, folders or datasets (%s)",
+                    sum(skipped.values()), reasons)
         for example in dataset.manifest.get("skip_examples", [])[:5]:
             log.warning("  %s", example)
     if not len(dataset):  # an empty dataset would replace OUT
