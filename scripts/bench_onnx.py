@@ -4,6 +4,7 @@
                                  --hardware PROFILE [--seed 0] [--repeats 15] [--jobs N]
                                  [--population N] [--online MODE] [--work DIR]
                                  [--bert-layers 12] [--layout as-is|nhwc]
+                                 [--weight-layout as-is|packed]
                                  [--name bench_onnx]
 
 Builds two real architectures as ONNX graphs in code, with seeded random weights (latency does
@@ -35,6 +36,8 @@ after each model, hold every model and seed timed in --work on this machine and 
 (``rows.json`` of each work folder); the libraries and runs under --work. ``--layout nhwc``
 tunes both runs and builds every library with the convolutions in NHWC (``gbxfer tune
 --layout``); a work folder's runs are resumed only with the layout they were tuned in.
+``--weight-layout packed`` does the same for ``gbxfer tune --weight-layout packed`` (rows
+``<model>-packed``).
 
 Rule for ``gbxfer tune --onnx``'s default layout, written 2026-12-07 15:56 UTC, after seeing
 the first 15 minutes of the Zen 3's nhwc tuning curve (tuning's weighted latency 156 ms where
@@ -44,6 +47,17 @@ default if, in ``bench_onnx_zen3_nhwc`` (ResNet-50, seed 0) against ``bench_onnx
 Runtime's (a ratio within each run, so the two runs' machine states cancel) is at least 5%
 lower at 30 and at 60 minutes, and its outputs match ONNX Runtime's within tolerance. One run
 of each layout: indicative, said so where reported.
+
+Rule for ``--weight-layout packed``, written 2026-12-07 19:30 UTC, before any whole network was
+tuned with it (a one-layer BERT probe in scratch, XGBModel, 256 trials over its five matmul
+tasks, tuning's own timings: the FFN's first matmul 10.4 ms packed against 17.1 ms as-is, the
+weighted sum 32.5 against 45.0 ms): in ``bench_onnx_zen3_bert_packed`` (BERT, seed 0, 30
+minutes, points 15 and 30, x86-avx2-1t, both runs packed), issue 22's BERT target is met in the
+packed configuration if gbxfer's 1-thread latency over XGBModel's is at most 0.9 at 30 minutes,
+outputs within tolerance. The run does not change ``gbxfer tune --onnx``'s default: no as-is
+BERT run exists on this CPU model to compare with; packed becomes the default once a same-CPU
+pair shows gbxfer's 1-thread latency over ONNX Runtime's at least 5% lower packed than as-is at
+30 minutes, outputs within tolerance.
 """
 from __future__ import annotations
 
@@ -61,6 +75,7 @@ import pandas as pd
 from _results import RESULTS, print_table, stamp, write_results
 
 from gbxfer.online import DEFAULT_MODE, MODES
+from gbxfer.tvm._networks import WEIGHT_LAYOUTS
 from gbxfer.tvm._onnx import LAYOUTS
 from gbxfer.records._parallel import usable_cpus
 
@@ -221,6 +236,10 @@ def tune_run(model_path: Path, method: str, args, out: Path) -> dict:
         if layout != args.layout and (convolutions or layout != "as-is"):
             raise SystemExit(f"{out} was tuned with --layout {layout}, not {args.layout}: "
                              "give another --work")
+        weight_layout = summary.get("weight_layout") or "as-is"  # as-is before it was recorded
+        if weight_layout != args.weight_layout:
+            raise SystemExit(f"{out} was tuned with --weight-layout {weight_layout}, not "
+                             f"{args.weight_layout}: give another --work")
         online = summary.get("online", {}).get("mode", "blend")
         if method == "gbxfer" and args.online not in (None, online):
             raise SystemExit(f"{out} was tuned with --online {online}, not {args.online}: "
@@ -233,7 +252,7 @@ def tune_run(model_path: Path, method: str, args, out: Path) -> dict:
     command = [sys.executable, "-m", "gbxfer", "tune", "--onnx", str(model_path), "--hardware",
                args.hardware, "--minutes", str(args.minutes), "--cost-model", method,
                "--seed", str(args.seed), "--jobs", str(args.jobs), "--layout", args.layout,
-               "--out", str(out)]
+               "--weight-layout", args.weight_layout, "--out", str(out)]
     if method == "gbxfer":
         command[-2:-2] = ["--population", str(args.population), "--online",
                           args.online or DEFAULT_MODE]
@@ -282,6 +301,7 @@ def build_points(model_path: Path, runs: dict, args, work: Path) -> list[dict]:
     network, target, builds = None, tvm.target.Target(load_profile(args.hardware).target), []
     within = {m: json.loads((folder / "summary.json").read_text()).get("parallel_within") or 0.0
               for m, folder in runs.items()}
+    packed = args.weight_layout == "packed"
     for method, minutes, trials in wanted:
         share = within[method] if trials else 0.0
         path = work / "{}-{}t{}.so".format(method if trials else "untuned", trials,  # 0: untuned
@@ -292,8 +312,8 @@ def build_points(model_path: Path, runs: dict, args, work: Path) -> list[dict]:
             database = ms.database.MemoryDatabase() if not trials else \
                 database_prefix(runs[method] / "metaschedule", trials)
             scheduled[path.name] = "{}/{}".format(*scheduled_functions(network.mod, database,
-                                                                       target))
-            export_module(compile_network(network.mod, database, target, share), path)
+                                                                       target, packed))
+            export_module(compile_network(network.mod, database, target, share, packed), path)
             index.write_text(json.dumps(scheduled, indent=1))
             print(f"built {path.name} ({method}, {minutes:g} min)", flush=True)
         builds.append({"method": method, "minutes": minutes, "trials": trials,
@@ -473,6 +493,8 @@ def main() -> None:
     parser.add_argument("--bert-layers", type=int, default=12)
     parser.add_argument("--layout", choices=list(LAYOUTS), default="as-is",
                         help="gbxfer tune --layout for both runs and every build")
+    parser.add_argument("--weight-layout", choices=list(WEIGHT_LAYOUTS), default="as-is",
+                        help="gbxfer tune --weight-layout for both runs and every build")
     parser.add_argument("--work", type=Path, default=RESULTS / "bench_onnx")
     parser.add_argument("--name", default="bench_onnx")
     args = parser.parse_args()
@@ -491,7 +513,8 @@ def main() -> None:
                "within_tolerance"]
     for model in args.models.split(","):
         base = model if model != "bert" or args.bert_layers == 12 else f"bert{args.bert_layers}"
-        suffix = "-nhwc" if args.layout == "nhwc" else ""
+        suffix = ("-nhwc" if args.layout == "nhwc" else "") + (
+            "-packed" if args.weight_layout == "packed" else "")
         label = base + suffix  # the rows' model: layouts told apart in the table
         work = args.work / f"{base}-seed{args.seed}{suffix}"
         work.mkdir(parents=True, exist_ok=True)
@@ -527,7 +550,8 @@ def main() -> None:
                 f"{args.minutes:g} min; it ends at {entry['ends_at_over_onnxruntime']:.3g}x")
         write_results(args.name, rows, minutes=args.minutes, points=args.points,
                       hardware=args.hardware, repeats=args.repeats, jobs=args.jobs,
-                      population=args.population, online=online, layout=args.layout, cpu=cpu,
+                      population=args.population, online=online, layout=args.layout,
+                      weight_layout=args.weight_layout, cpu=cpu,
                       matches_onnxruntime=matches)
         plot(rows, RESULTS / f"{args.name}.png")
 

@@ -394,3 +394,49 @@ def test_a_run_started_before_nhwc_was_the_default_says_how_to_continue(tmp_path
     (tmp_path / "summary.json").write_text(json.dumps({"trials": 8}))
     with pytest.raises(GbxferError, match="add --layout as-is to continue it"):
         earlier_curve(tmp_path, {"seed": 0, "layout": "nhwc"}, None)
+
+
+def test_packed_weights_are_rearranged_once_and_the_interface_is_unchanged(tmp_path, profile,
+                                                                          capsys):
+    """--weight-layout packed: the kernels are tuned as tasks that read their weights rearranged
+    (other workloads than as-is), the build folds the rearrangement into the constants, the
+    library takes the model's inputs alone and matches ONNX Runtime; a packed run is not
+    continued as an as-is one."""
+    from tvm import relax
+
+    from gbxfer.cli import main
+    from gbxfer.tvm._networks import extract_tasks, prepare
+    from gbxfer.tvm._onnx import load_onnx
+
+    model = attention_block(tmp_path / "attention.onnx")
+    mod = load_onnx(model).mod
+    target = tvm.target.Target({"kind": "llvm"})
+    free = {packed: {t.task_name: [tuple(f.attrs["layout_free_buffers"]) for f in
+                                   t.dispatched[0].functions.values()
+                                   if f.attrs and "layout_free_buffers" in f.attrs]
+                     for t in extract_tasks(prepare(mod, packed), target)}
+            for packed in (False, True)}
+    assert not any(free[False].values()) and free[True]["matmul1"] == [(1,)]  # x Wq: Wq
+    out = tmp_path / "run"
+    argv = ["tune", "--onnx", str(model), "--weight-layout", "packed", "--hardware",
+            str(profile), "--trials", "8", *TINY, "--out", str(out)]
+    assert main(argv) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["weight_layout"] == "packed" and summary["outputs_match"]
+    assert summary["scheduled_functions"][0] >= 1
+    assert json.loads((out / "run.json").read_text())["weight_layout"] == "packed"
+    vm = relax.VirtualMachine(tvm.runtime.load_module(str(out / "module.so")), tvm.cpu())
+    x = np.random.default_rng(0).standard_normal((1, 8, 16)).astype("float32")
+    assert len(vm["main"](tvm.runtime.tensor(x))) == 2  # x in, both outputs out
+    capsys.readouterr()
+    line = run_error([a for a in argv if a not in ("--weight-layout", "packed")]
+                     + ["--trials", "16"], capsys)
+    assert "other arguments" in line and "--weight-layout" in line
+
+
+def test_packed_weights_take_a_network(tmp_path, profile, capsys):
+    line = run_error(["tune", "--suite", "networks", "--weight-layout", "packed",
+                      "--hardware", str(profile), "--trials", "8",
+                      "--out", str(tmp_path / "run"), "-q"], capsys)
+    assert "--weight-layout" in line and "--onnx" in line
+    assert not (tmp_path / "run").exists()

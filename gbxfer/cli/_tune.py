@@ -19,7 +19,7 @@ from ..manifests import write_file
 from ..online import DEFAULT_MODE, MODES
 from ..records._parallel import usable_cpus
 from ..records.suite import load_suite
-from ..tvm._networks import PARALLEL_WITHIN
+from ..tvm._networks import PARALLEL_WITHIN, WEIGHT_LAYOUTS
 from ..tvm._onnx import LAYOUTS
 from ._tune_run import earlier_curve, identity
 from ._common import (a_name, command_stamp, name_list, non_negative_int, positive_float,
@@ -97,6 +97,10 @@ def add_parser(verbs, common):
                         "nhwc (channels-last, the layout of the pretrained model's training "
                         "data; default) or as-is (the model's); inputs and outputs keep the "
                         "model's")
+    p.add_argument("--weight-layout", choices=WEIGHT_LAYOUTS,
+                   help="with --onnx or --relax: as-is (default) or packed: each kernel is "
+                        "tuned to read its weights rearranged in the order it computes, and "
+                        "the build rearranges them once (TVM's cpu_weight_prepack)")
     p.add_argument("--input-shape", type=input_shape_option, action="append",
                    metavar="NAME=D1,D2,...",
                    help="with --onnx: the shape of input NAME, fixing its dynamic dimensions "
@@ -209,6 +213,10 @@ def run(args) -> int:
     if args.layout is not None and not args.onnx:
         raise GbxferError("--layout converts the convolutions of an --onnx model")
     args.layout = args.layout or ("nhwc" if args.onnx else "as-is")  # (as-is: none converted)
+    if args.weight_layout is not None and not network_source:
+        raise GbxferError("--weight-layout says how a --relax or --onnx network reads weights")
+    args.weight_layout = args.weight_layout or "as-is"
+    packed = args.weight_layout == "packed"
     if args.parallel_within is not None and not network_source:
         raise GbxferError("--parallel-within chooses the programs a --relax or --onnx network "
                           "is built with")
@@ -240,7 +248,7 @@ def run(args) -> int:
             network = onnx_network.mod
         else:
             network = load_network(args.relax)  # compiled as built: compile_relax prepares it
-        tasks = extract_tasks(prepare(network), tvm.target.Target(profile.target))
+        tasks = extract_tasks(prepare(network, packed), tvm.target.Target(profile.target))
         if not tasks:  # before OUT is written: MetaSchedule refuses to tune nothing
             raise GbxferError(f"{network_source} {args.onnx or args.relax}: the network has no "
                               "kernels to tune (it computes nothing, or only constants)")
@@ -295,6 +303,7 @@ def run(args) -> int:
                "jobs": args.jobs, "population": result.population,
                "parallel_within": within if network_source else None,
                "layout": args.layout if args.onnx else None,
+               "weight_layout": args.weight_layout if network_source else None,
                "rounds": result.rounds, "best_latency": best,
                "weights": dict(zip(best, result.weights, strict=True)),
                "weighted_latency": float(result.weighted_latency().iloc[-1])
@@ -312,15 +321,17 @@ def run(args) -> int:
         print(f"{name}: best {latency * 1e3:.4g} ms" if latency is not None else
               f"{name}: not measured")
     if args.relax:
+        from ..tvm._networks import end_to_end_ms
+
         summary["end_to_end_ms"], scheduled = end_to_end_ms(
-            network, profile, args.out / "metaschedule", within)
+            network, profile, args.out / "metaschedule", within, packed)
         summary["scheduled_functions"] = scheduled
         print(f"{args.relax}, compiled with the tuned database ({scheduled[0]} of "
               f"{scheduled[1]} functions scheduled from it): "
               f"{summary['end_to_end_ms']:.4g} ms per inference (median of 5)")
     if args.onnx:
         summary.update(onnx_summary(onnx_network, session, profile, args.out, args.seed,
-                                    within))
+                                    within, packed))
     write_file(args.out / "summary.json", lambda tmp: tmp.write_text(json.dumps(summary,
                                                                               indent=1)))
     print(f"{summary['trials']} trials in {result.seconds:.0f} s; database: "
@@ -341,13 +352,14 @@ def run(args) -> int:
 
 
 def onnx_summary(network, session, profile, out: Path, seed: int,
-                 parallel_within: float = PARALLEL_WITHIN) -> dict:
+                 parallel_within: float = PARALLEL_WITHIN, packed: bool = False) -> dict:
     """The tuned ONNX model compiled (``out/module.so``), checked against ONNX Runtime
     (``session``) and timed; prints what it found and returns the summary's ONNX part."""
     from ..tvm._onnx import check_against_onnxruntime
 
     part = check_against_onnxruntime(network, out / "metaschedule", profile, out, session,
-                                     seed=seed, parallel_within=parallel_within)
+                                     seed=seed, parallel_within=parallel_within,
+                                     packed=packed)
     for name, o in part["outputs"].items():
         diff = "-" if o["max_abs_diff"] is None else f"{o['max_abs_diff']:.3g}"
         print(f"output {name}: max |TVM - ONNX Runtime| {diff}"
@@ -360,24 +372,6 @@ def onnx_summary(network, session, profile, out: Path, seed: int,
           f"{scheduled[0]} of {scheduled[1]} functions scheduled from the database); library: "
           f"{out / 'module.so'}")
     return part
-
-
-def end_to_end_ms(network, profile, folder: Path,
-                  parallel_within: float = PARALLEL_WITHIN) -> tuple[float, tuple[int, int]]:
-    """The network compiled with the tuning database in ``folder`` (``parallel_within``: see
-    ``compile_network``), timed (median of 5), and how many of its functions the database
-    scheduled, of how many."""
-    import tvm
-    from tvm.s_tir import meta_schedule as ms
-
-    from ..tvm._networks import compile_network, network_inputs, scheduled_functions, \
-        time_network
-
-    database = ms.database.JSONDatabase(work_dir=str(folder))
-    target = tvm.target.Target(profile.target)
-    executable = compile_network(network, database, target, parallel_within)
-    seconds = time_network(executable, network_inputs(network), repeat=5)
-    return 1e3 * float(np.median(seconds)), scheduled_functions(network, database, target)
 
 
 def plot_curve(result, path: Path) -> None:

@@ -22,6 +22,9 @@ RUN = "run.json"
 # arguments that are not the run's identity: its budget, where it is, how much is printed,
 # the threads it searches and builds with, the ONNX file's path (its digest is)
 NOT_IDENTITY = {"run", "verb", "quiet", "verbose", "trials", "minutes", "out", "jobs", "onnx"}
+# options added after runs were recorded, with the value those runs had: left out at that value,
+# so that the runs continue
+ADDED = {"layout": "as-is", "weight_layout": "as-is"}
 
 
 def identity(args, names: list[str], weights: list[float]) -> dict:
@@ -30,8 +33,9 @@ def identity(args, names: list[str], weights: list[float]) -> dict:
     same = {key: str(value) if isinstance(value, Path) else value
             for key, value in sorted(vars(args).items()) if key not in NOT_IDENTITY}
     same["input_shape"] = [[name, list(shape)] for name, shape in args.input_shape or []]
-    if same.get("layout") == "as-is":  # as runs from before --layout recorded it
-        del same["layout"]
+    for key, former in ADDED.items():
+        if same.get(key) == former:
+            del same[key]
     if args.cost_model == "gbxfer":
         same["model"] = args.model or "pretrained"
     if args.onnx:

@@ -5,9 +5,15 @@ The network is built in NHWC (the layout of the suite's tasks and of the bundled
 norm folded into a per-channel bias, with seeded random weights: latency does not depend on
 their values. ``prepare`` legalizes and fuses it as ``compile_relax`` does; ``extract_tasks`` of
 the prepared module gives the tasks MetaSchedule tunes (conv2d + bias + ReLU + residual add
-fused). ``compile_network`` takes the network as built, not prepared: ``compile_relax`` prepares
-it itself, and a module prepared twice no longer matches the database (3 of ResNet-18's 19 tasks
-found).
+fused). ``compile_network`` takes the network as built, not prepared: it prepares it itself, as
+``compile_relax`` does, and a module prepared twice no longer matches the database (3 of
+ResNet-18's 19 tasks found).
+
+``packed`` weights (TVM's ``cpu_weight_prepack``): the prepared module's constants are marked
+layout-free, so that MetaSchedule's ``RewriteLayout`` lets each tuned program read its weights in
+the order it computes (tiles stored contiguously); the build then folds each weight's
+rearrangement into a new constant, once. The kernels are other tasks (other workloads in the
+database), measured without the rearrangement; inputs and outputs are unchanged.
 """
 from __future__ import annotations
 
@@ -95,15 +101,17 @@ def load_network(spec: str):
     return mod
 
 
-def prepare(mod):
-    """Legalized and fused as ``compile_relax`` does it: the module whose tasks are tuned."""
+def prepare(mod, packed: bool = False):
+    """Legalized and fused as ``compile_relax`` does it: the module whose tasks are tuned;
+    ``packed``: its weights marked layout-free (see the module's docstring)."""
     import tvm
     from tvm import relax
 
+    packing = [relax.transform.AttachAttrLayoutFreeBuffers()] if packed else []
     return tvm.ir.transform.Sequential([
         relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(),
         relax.transform.FoldConstant(), relax.transform.FuseOps(),
-        relax.transform.FuseTIR()])(mod)
+        relax.transform.FuseTIR(), *packing])(mod)
 
 
 def extract_tasks(mod, target):
@@ -147,12 +155,12 @@ def database_prefix(folder, n: int):
     return database
 
 
-def scheduled_functions(network, database, target) -> tuple[int, int]:
+def scheduled_functions(network, database, target, packed: bool = False) -> tuple[int, int]:
     """How many of the prepared network's functions ``database`` schedules, of how many."""
     from tvm import relax, tirx
 
     with target, database:
-        mod = relax.transform.MetaScheduleApplyDatabase()(prepare(network))
+        mod = relax.transform.MetaScheduleApplyDatabase()(prepare(network, packed))
     functions = [f for f in mod.functions.values() if isinstance(f, tirx.PrimFunc)]
     return sum(bool(f.attrs and "tirx.is_scheduled" in f.attrs) for f in functions), \
         len(functions)
@@ -163,17 +171,62 @@ def scheduled_functions(network, database, target) -> tuple[int, int]:
 # scripts/parallel_picks.py --time 0.02 on Zen 4 (2026-12-05): BERT 0.79x the as-tuned latency
 # at 2 threads, 0.999x at 1; ResNet-50 0.979x and 1.001x.
 PARALLEL_WITHIN = 0.02
+# how a network's kernels read their weights (see the module's docstring)
+WEIGHT_LAYOUTS = ("as-is", "packed")
 
 
-def compile_network(network, database, target, parallel_within: float = PARALLEL_WITHIN):
+def compile_network(network, database, target, parallel_within: float = PARALLEL_WITHIN,
+                    packed: bool = False):
     """The network (as built, not prepared) compiled with the best record of each task in
     ``database`` (with ``parallel_within`` > 0: :func:`prefer_parallel`'s pick; 0: the fastest,
-    as tuned); functions without one run MetaSchedule's unscheduled default."""
+    as tuned); functions without one run MetaSchedule's unscheduled default. ``packed``: the
+    tasks were tuned with packed weights, which the build rearranges once (constants folded)."""
+    import tvm
+    from tvm import relax
     from tvm.s_tir import meta_schedule as ms
 
     if parallel_within > 0:
         database = prefer_parallel(database, parallel_within)
-    return ms.relax_integration.compile_relax(database, network, target, params=None)
+    if not packed:
+        return ms.relax_integration.compile_relax(database, network, target, params=None)
+
+    @tvm.transform.module_pass(opt_level=3)
+    def pipeline(mod, _context):  # compile_relax's, the weights' rearrangement split off
+        mod = tvm.ir.transform.Sequential(relax.pipeline.library_dispatch_passes(target))(mod)
+        mod = relax.transform.MetaScheduleApplyDatabase()(prepare(mod, packed=True))
+        return tvm.ir.transform.Sequential([
+            relax.transform.SplitLayoutRewritePreproc(), relax.transform.LiftTransformParams(),
+            relax.transform.FoldConstant(), *_lower_passes()])(mod)
+
+    with target, database, tvm.transform.PassContext(opt_level=3):
+        return relax.build(network, target=target, relax_pipeline=pipeline)
+
+
+def _lower_passes() -> list:
+    """``compile_relax``'s lowering for a CPU target (TVM 0.27 has no CPU pipeline of its own)."""
+    from tvm import relax
+
+    t = relax.transform
+    return [t.RewriteDataflowReshape(), t.ToNonDataflow(), t.RemovePurityChecking(),
+            t.CallTIRRewrite(), t.StaticPlanBlockMemory(), t.LowerAllocTensor(),
+            t.KillAfterLastUse(), t.LowerRuntimeBuiltin(), t.ComputePrimValue(),
+            t.VMShapeLower(), t.AttachGlobalSymbol()]
+
+
+def end_to_end_ms(network, profile, folder: Path, parallel_within: float = PARALLEL_WITHIN,
+                  packed: bool = False) -> tuple[float, tuple[int, int]]:
+    """The network compiled with the tuning database in ``folder`` (``parallel_within``,
+    ``packed``: see :func:`compile_network`), timed (median of 5), and how many of its functions
+    the database scheduled, of how many."""
+    import tvm
+    from tvm.s_tir import meta_schedule as ms
+
+    database = ms.database.JSONDatabase(work_dir=str(folder))
+    target = tvm.target.Target(profile.target)
+    executable = compile_network(network, database, target, parallel_within, packed)
+    seconds = time_network(executable, network_inputs(network), repeat=5)
+    scheduled = scheduled_functions(network, database, target, packed)
+    return 1e3 * float(np.median(seconds)), scheduled
 
 
 def has_parallel_loop(record) -> bool:

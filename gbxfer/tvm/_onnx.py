@@ -316,9 +316,10 @@ def export_module(executable, path: Path) -> None:
 
 def check_against_onnxruntime(network: OnnxNetwork, folder: Path, profile: HardwareProfile,
                               out: Path, session, seed: int = 0,
-                              parallel_within: float = PARALLEL_WITHIN) -> dict:
-    """Compile ``network`` with the tuning database in ``folder`` (``parallel_within``: see
-    :func:`~gbxfer.tvm._networks.compile_network`), write ``out/module.so``, run
+                              parallel_within: float = PARALLEL_WITHIN,
+                              packed: bool = False) -> dict:
+    """Compile ``network`` with the tuning database in ``folder`` (``parallel_within``,
+    ``packed``: see :func:`~gbxfer.tvm._networks.compile_network`), write ``out/module.so``, run
     it and ONNX Runtime (``session``, from :func:`onnxruntime_session` on the profile's thread
     count; TVM on as many) on the same seeded random inputs, compare the outputs and time both
     (median of 5, milliseconds). Returns the summary's ONNX part."""
@@ -332,7 +333,7 @@ def check_against_onnxruntime(network: OnnxNetwork, folder: Path, profile: Hardw
     tvm_threads = int(tvm.get_global_func("runtime.NumThreads")())
     database = ms.database.JSONDatabase(work_dir=str(folder))
     target = tvm.target.Target(profile.target)
-    executable = compile_network(network.mod, database, target, parallel_within)
+    executable = compile_network(network.mod, database, target, parallel_within, packed)
     export_module(executable, out / "module.so")
     feeds = random_inputs(network, seed)
     arrays = list(feeds.values())
@@ -350,4 +351,4 @@ def check_against_onnxruntime(network: OnnxNetwork, folder: Path, profile: Hardw
             "tolerance": {"rtol": RTOL, "atol": ATOL, "rule": "|tvm - onnxruntime| <= atol x "
                           "max|onnxruntime output| + rtol x |onnxruntime|, per output"},
             "outputs_match": all(o["within_tolerance"] for o in outputs.values()),
-            "scheduled_functions": scheduled_functions(network.mod, database, target)}
+            "scheduled_functions": scheduled_functions(network.mod, database, target, packed)}
