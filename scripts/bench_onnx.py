@@ -48,7 +48,7 @@ Runtime's (a ratio within each run, so the two runs' machine states cancel) is a
 lower at 30 and at 60 minutes, and its outputs match ONNX Runtime's within tolerance. One run
 of each layout: indicative, said so where reported.
 
-Rule for ``--weight-layout packed``, written 2026-12-07 19:30 UTC, before any whole network was
+Rule for ``--weight-layout packed``, written 2026-12-07 19:27 UTC, before any whole network was
 tuned with it (a one-layer BERT probe in scratch, XGBModel, 256 trials over its five matmul
 tasks, tuning's own timings: the FFN's first matmul 10.4 ms packed against 17.1 ms as-is, the
 weighted sum 32.5 against 45.0 ms): in ``bench_onnx_zen3_bert_packed`` (BERT, seed 0, 30
