@@ -144,6 +144,11 @@ def test_gbxfer_tune_relax_network_from_a_file(tmp_path, capsys):
     assert summary["trials"] == 8 and list(summary["weights"].values()) == [1]
     assert 0 < summary["end_to_end_ms"] < 100
     assert summary["scheduled_functions"] == [1, 1]  # compiled with its one tuned task
+    packed = [*common[:-1], str(tmp_path / "packed"), "--weight-layout", "packed"]
+    assert main([*packed, "--relax", f"{tmp_path / 'net.py'}:build"]) == 0
+    summary = json.loads((tmp_path / "packed" / "summary.json").read_text())
+    assert summary["weight_layout"] == "packed" and 0 < summary["end_to_end_ms"] < 100
+    assert summary["scheduled_functions"] == [1, 1]  # its task, with the weights rearranged
     assert main([*common, "--relax", f"{tmp_path / 'net.py'}:missing"]) != 0
     assert "net.py: no function 'missing'" in capsys.readouterr().err
     assert main([*common, "--relax", "resnet19"]) != 0

@@ -1,8 +1,9 @@
 """gbxfer tune --onnx: an ONNX model imported, tuned, compiled into a library and checked against
 ONNX Runtime; every model it cannot take is refused in one line before anything is written.
 
-The models are built here with ``onnx.helper``: a residual block (conv, batch norm, ReLU, add)
-and an attention block (matmuls, softmax)."""
+The models are built in code with ``onnx.helper`` (``onnx_models``): a residual block (conv, batch
+norm, ReLU, add) and an attention block (matmuls, softmax). The layouts a model is tuned in:
+``test_onnx_layouts``."""
 from __future__ import annotations
 
 import json
@@ -18,73 +19,9 @@ onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 pytestmark = pytest.mark.tvm
 
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
-from gbxfer.errors import GbxferError  # noqa: E402
-
-SMALL = ["--trials-per-iter", "8", "--population", "16", "--repeats", "1",
-         "--min-repeat-ms", "1", "-q"]
-TINY = [*SMALL, "--cost-model", "random"]
-
-
-def _save(path, nodes, inputs, outputs, weights=()):
-    graph = helper.make_graph(nodes, path.stem, inputs, outputs,
-                              [numpy_helper.from_array(w, name) for name, w in weights])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    onnx.save(model, str(path))
-    return path
-
-
-def residual_block(path, batch: int | str = 1, channels: int = 8):
-    """x -> conv 3x3 -> batch norm -> ReLU, plus x: input 'x', output 'y' (N, C, 16, 16);
-    ``batch`` a name makes the batch dimension dynamic."""
-    rng = np.random.default_rng(0)
-    c = channels
-    weights = [("w", rng.normal(0, 0.3, (c, c, 3, 3))), ("b", rng.normal(0, 0.1, c)),
-               ("gamma", 1 + 0.1 * rng.normal(size=c)), ("beta", rng.normal(0, 0.1, c)),
-               ("mean", rng.normal(0, 0.1, c)), ("var", 1 + rng.random(c))]
-    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["conv"], pads=[1, 1, 1, 1]),
-             helper.make_node("BatchNormalization", ["conv", "gamma", "beta", "mean", "var"],
-                              ["bn"]),
-             helper.make_node("Relu", ["bn"], ["relu"]),
-             helper.make_node("Add", ["relu", "x"], ["y"])]
-    shape = [batch, c, 16, 16]
-    return _save(path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
-                 [(name, w.astype("float32")) for name, w in weights])
-
-
-def attention_block(path, seq: int = 8, hidden: int = 16):
-    """Single-head self-attention: softmax(x Wq (x Wk)^T / sqrt(hidden)) x Wv; outputs
-    'attention' (1, seq, hidden) and 'weights' (1, seq, seq)."""
-    rng = np.random.default_rng(1)
-    weights = [(name, rng.normal(0, hidden ** -0.5, (hidden, hidden)).astype("float32"))
-               for name in ("wq", "wk", "wv")]
-    weights.append(("scale", np.array(hidden ** -0.5, dtype="float32")))
-    nodes = [helper.make_node("MatMul", ["x", "wq"], ["q"]),
-             helper.make_node("MatMul", ["x", "wk"], ["k"]),
-             helper.make_node("MatMul", ["x", "wv"], ["v"]),
-             helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
-             helper.make_node("MatMul", ["q", "kt"], ["scores"]),
-             helper.make_node("Mul", ["scores", "scale"], ["scaled"]),
-             helper.make_node("Softmax", ["scaled"], ["weights"], axis=-1),
-             helper.make_node("MatMul", ["weights", "v"], ["attention"])]
-    return _save(path, nodes,
-                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, seq, hidden])],
-                 [helper.make_tensor_value_info("attention", TensorProto.FLOAT,
-                                                [1, seq, hidden]),
-                  helper.make_tensor_value_info("weights", TensorProto.FLOAT, [1, seq, seq])],
-                 weights)
-
-
-def run_error(argv, capsys) -> str:
-    """The one line ``gbxfer tune: error: ...`` of a failing run (exit status 2)."""
-    from gbxfer.cli import main
-
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    assert err.startswith("gbxfer tune: error: ")
-    return err.strip()
+from onnx import TensorProto, helper  # noqa: E402
+from onnx_models import (SMALL, TINY, attention_block, residual_block, run_error,  # noqa: E402
+                         write_model)
 
 
 @pytest.fixture(scope="module")
@@ -140,52 +77,6 @@ def test_tuned_onnx_model_has_its_database_and_curve(residual_run):
     assert ingest([residual_run / "metaschedule"]).records["valid"].sum() >= 1
 
 
-def test_convolutions_converted_to_channels_last_or_kept_as_they_are(tmp_path, profile):
-    """nhwc (the default): the conv task is NHWC with HWIO weights (the suite's layout), the
-    network still takes and gives NCHW; --layout as-is keeps NCHW and matches ONNX Runtime."""
-    from gbxfer.cli import main
-    from gbxfer.tvm._networks import extract_tasks, prepare
-    from gbxfer.tvm._onnx import load_onnx
-
-    model = residual_block(tmp_path / "residual.onnx")
-    for layout, data, weights in [("nhwc", [1, 16, 16, 8], [3, 3, 8, 8]),
-                                  ("as-is", [1, 8, 16, 16], [8, 8, 3, 3])]:
-        tasks = extract_tasks(prepare(load_onnx(model, layout=layout).mod),
-                              tvm.target.Target({"kind": "llvm"}))
-        conv = [t for t in tasks if "conv2d" in t.task_name]
-        shapes = [[int(d) for d in p.ty.shape] for f in conv[0].dispatched[0].functions.values()
-                  for p in f.params]
-        assert len(conv) == 1 and shapes[:2] == [data, weights]
-    out = tmp_path / "run"
-    assert main(["tune", "--onnx", str(model), "--layout", "as-is", "--hardware", str(profile),
-                 "--trials", "8", *TINY, "--out", str(out)]) == 0
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["layout"] == "as-is" and summary["outputs_match"]
-    assert summary["max_abs_diff"]["y"] < 1e-3
-    run = json.loads((out / "run.json").read_text())
-    assert "transpose" not in run["tasks_tuned"] and "layout" not in run  # as runs before nhwc
-
-
-def test_convolutions_tvm_cannot_convert_are_one_line(tmp_path, profile, monkeypatch, capsys):
-    from tvm import relax
-
-    def refuse(_):
-        raise RuntimeError("InternalError: Cannot convert when exactly one layout is unknown")
-
-    monkeypatch.setattr(relax.transform, "ConvertLayout", refuse)
-    line = run_error(["tune", "--onnx", str(residual_block(tmp_path / "residual.onnx")),
-                      "--hardware", str(profile), "--trials", "8",
-                      "--out", str(tmp_path / "run"), "-q"], capsys)
-    assert "cannot convert its convolutions to nhwc" in line and "--layout as-is" in line
-    assert not (tmp_path / "run").exists()
-
-
-def test_a_model_without_convolutions_is_tuned_as_it_is(tmp_path):
-    from gbxfer.tvm._onnx import load_onnx
-
-    assert load_onnx(attention_block(tmp_path / "attention.onnx"), layout="nhwc").layout == "as-is"
-
-
 def test_attention_block_tuned_for_minutes_matches_onnxruntime(tmp_path, profile):
     """--minutes: the run ends by itself (its trial cap is effectively unlimited) soon after
     the minutes are spent."""
@@ -223,8 +114,8 @@ def test_shape_known_only_at_run_time_is_refused_before_anything_is_written(tmp_
     value = helper.make_tensor_value_info
     nodes = [helper.make_node("NonZero", ["x"], ["where"]),
              helper.make_node("Cast", ["where"], ["y"], to=TensorProto.FLOAT)]
-    model = _save(tmp_path / "nonzero.onnx", nodes, [value("x", TensorProto.FLOAT, [1, 4])],
-                  [value("y", TensorProto.FLOAT, [2, "n"])])
+    model = write_model(tmp_path / "nonzero.onnx", nodes, [value("x", TensorProto.FLOAT, [1, 4])],
+                        [value("y", TensorProto.FLOAT, [2, "n"])])
     line = run_error(["tune", "--onnx", str(model), "--hardware", str(profile), "--trials", "8",
                       "--out", str(tmp_path / "run"), "-q"], capsys)
     assert "nonzero.onnx" in line and "known only at run time" in line
@@ -272,8 +163,8 @@ def test_operators_the_frontend_cannot_convert_are_named(tmp_path, profile, caps
     nodes = [helper.make_node("Celu", ["x"], ["c"], name="celu_0"),
              helper.make_node("GbxferNoSuchOp", ["c"], ["y"])]
     value = helper.make_tensor_value_info
-    model = _save(tmp_path / "exotic.onnx", nodes, [value("x", TensorProto.FLOAT, [1, 4])],
-                  [value("y", TensorProto.FLOAT, [1, 4])])
+    model = write_model(tmp_path / "exotic.onnx", nodes, [value("x", TensorProto.FLOAT, [1, 4])],
+                        [value("y", TensorProto.FLOAT, [1, 4])])
     line = run_error(["tune", "--onnx", str(model), "--hardware", str(profile),
                       "--trials", "8", "--out", str(tmp_path / "run"), "-q"], capsys)
     assert "Celu (node 'celu_0')" in line and "GbxferNoSuchOp" in line
@@ -333,8 +224,10 @@ def test_invalid_graph_is_refused_in_one_line_with_the_checkers_finding(tmp_path
     from gbxfer.cli import main
 
     value = helper.make_tensor_value_info
-    model = _save(tmp_path / "dangling.onnx", [helper.make_node("Add", ["x", "ghost"], ["y"])],
-                  [value("x", TensorProto.FLOAT, [1, 4])], [value("y", TensorProto.FLOAT, [1, 4])])
+    model = write_model(tmp_path / "dangling.onnx",
+                        [helper.make_node("Add", ["x", "ghost"], ["y"])],
+                        [value("x", TensorProto.FLOAT, [1, 4])],
+                        [value("y", TensorProto.FLOAT, [1, 4])])
     assert main(["tune", "--onnx", str(model), "--hardware", str(profile), "--trials", "8",
                  "--out", str(tmp_path / "run"), "-q"]) == 2
     gc.collect()  # whatever the failed import left behind, freed now
@@ -347,8 +240,8 @@ def test_invalid_graph_is_refused_in_one_line_with_the_checkers_finding(tmp_path
 
 def test_model_with_no_kernels_is_refused_before_anything_is_written(tmp_path, profile, capsys):
     value = helper.make_tensor_value_info
-    model = _save(tmp_path / "identity.onnx", [], [value("x", TensorProto.FLOAT, [1, 4])],
-                  [value("x", TensorProto.FLOAT, [1, 4])])  # the input is the output
+    model = write_model(tmp_path / "identity.onnx", [], [value("x", TensorProto.FLOAT, [1, 4])],
+                        [value("x", TensorProto.FLOAT, [1, 4])])  # the input is the output
     line = run_error(["tune", "--onnx", str(model), "--hardware", str(profile), "--trials", "8",
                       "--out", str(tmp_path / "run"), "-q"], capsys)
     assert "identity.onnx: the network has no kernels to tune" in line
@@ -385,58 +278,3 @@ def test_a_folder_given_as_the_model_is_named_as_one(tmp_path, profile, capsys):
         main(["tune", "--onnx", str(tmp_path / "model.onnx"), "--hardware", str(profile),
               "--trials", "8", "--out", str(tmp_path / "run")])
     assert "is a folder, not an ONNX file" in capsys.readouterr().err
-
-
-def test_a_run_started_before_nhwc_was_the_default_says_how_to_continue(tmp_path):
-    from gbxfer.cli._tune_run import RUN, earlier_curve
-
-    (tmp_path / RUN).write_text(json.dumps({"seed": 0}))  # as-is: no layout recorded
-    (tmp_path / "summary.json").write_text(json.dumps({"trials": 8}))
-    with pytest.raises(GbxferError, match="add --layout as-is to continue it"):
-        earlier_curve(tmp_path, {"seed": 0, "layout": "nhwc"}, None)
-
-
-def test_packed_weights_are_rearranged_once_and_the_interface_is_unchanged(tmp_path, profile,
-                                                                          capsys):
-    """--weight-layout packed: the kernels are tuned as tasks that read their weights rearranged
-    (other workloads than as-is), the build folds the rearrangement into the constants, the
-    library takes the model's inputs alone and matches ONNX Runtime; a packed run is not
-    continued as an as-is one."""
-    from tvm import relax
-
-    from gbxfer.cli import main
-    from gbxfer.tvm._networks import extract_tasks, prepare
-    from gbxfer.tvm._onnx import load_onnx
-
-    model = attention_block(tmp_path / "attention.onnx")
-    mod = load_onnx(model).mod
-    target = tvm.target.Target({"kind": "llvm"})
-    free = {packed: {t.task_name: [tuple(f.attrs["layout_free_buffers"]) for f in
-                                   t.dispatched[0].functions.values()
-                                   if f.attrs and "layout_free_buffers" in f.attrs]
-                     for t in extract_tasks(prepare(mod, packed), target)}
-            for packed in (False, True)}
-    assert not any(free[False].values()) and free[True]["matmul1"] == [(1,)]  # x Wq: Wq
-    out = tmp_path / "run"
-    argv = ["tune", "--onnx", str(model), "--weight-layout", "packed", "--hardware",
-            str(profile), "--trials", "8", *TINY, "--out", str(out)]
-    assert main(argv) == 0
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["weight_layout"] == "packed" and summary["outputs_match"]
-    assert summary["scheduled_functions"][0] >= 1
-    assert json.loads((out / "run.json").read_text())["weight_layout"] == "packed"
-    vm = relax.VirtualMachine(tvm.runtime.load_module(str(out / "module.so")), tvm.cpu())
-    x = np.random.default_rng(0).standard_normal((1, 8, 16)).astype("float32")
-    assert len(vm["main"](tvm.runtime.tensor(x))) == 2  # x in, both outputs out
-    capsys.readouterr()
-    line = run_error([a for a in argv if a not in ("--weight-layout", "packed")]
-                     + ["--trials", "16"], capsys)
-    assert "other arguments" in line and "--weight-layout" in line
-
-
-def test_packed_weights_take_a_network(tmp_path, profile, capsys):
-    line = run_error(["tune", "--suite", "networks", "--weight-layout", "packed",
-                      "--hardware", str(profile), "--trials", "8",
-                      "--out", str(tmp_path / "run"), "-q"], capsys)
-    assert "--weight-layout" in line and "--onnx" in line
-    assert not (tmp_path / "run").exists()

@@ -19,7 +19,7 @@ from ..manifests import write_file
 from ..online import DEFAULT_MODE, MODES
 from ..records._parallel import usable_cpus
 from ..records.suite import load_suite
-from ..tvm._networks import PARALLEL_WITHIN, WEIGHT_LAYOUTS
+from ..tvm._networks import PARALLEL_WITHIN, WEIGHT_LAYOUTS, end_to_end_ms
 from ..tvm._onnx import LAYOUTS
 from ._tune_run import earlier_curve, identity
 from ._common import (a_name, command_stamp, name_list, non_negative_int, positive_float,
@@ -99,8 +99,9 @@ def add_parser(verbs, common):
                         "model's")
     p.add_argument("--weight-layout", choices=WEIGHT_LAYOUTS,
                    help="with --onnx or --relax: as-is (default) or packed: each kernel is "
-                        "tuned to read its weights rearranged in the order it computes, and "
-                        "the build rearranges them once (TVM's cpu_weight_prepack)")
+                        "tuned to read its constant weights rearranged in the order it "
+                        "computes, and the build rearranges them once (TVM's "
+                        "cpu_weight_prepack); a network without constant weights is as-is")
     p.add_argument("--input-shape", type=input_shape_option, action="append",
                    metavar="NAME=D1,D2,...",
                    help="with --onnx: the shape of input NAME, fixing its dynamic dimensions "
@@ -230,7 +231,8 @@ def run(args) -> int:
     os.environ["TVM_NUM_THREADS"] = str(profile.threads)
     weights = None  # the tasks' own: the suite's, or occurrences in the network
     if args.relax or args.onnx:
-        from ..tvm._networks import extract_tasks, load_network, prepare, symbolic_tasks
+        from ..tvm._networks import (extract_tasks, load_network, packable, prepare,
+                                     symbolic_tasks)
 
         import tvm
 
@@ -247,7 +249,12 @@ def run(args) -> int:
             session = onnxruntime_session(args.onnx, profile.threads)
             network = onnx_network.mod
         else:
-            network = load_network(args.relax)  # compiled as built: compile_relax prepares it
+            network = load_network(args.relax)  # compiled as built: compile_network prepares it
+        if packed and profile.target.get("kind") != "llvm":
+            raise GbxferError(f"--weight-layout packed is for CPUs: --hardware {profile.name} "
+                              f"is a {profile.target.get('kind')} profile")
+        if packed and not packable(network):
+            args.weight_layout, packed = "as-is", False  # no constant weights to pack
         tasks = extract_tasks(prepare(network, packed), tvm.target.Target(profile.target))
         if not tasks:  # before OUT is written: MetaSchedule refuses to tune nothing
             raise GbxferError(f"{network_source} {args.onnx or args.relax}: the network has no "
@@ -321,8 +328,6 @@ def run(args) -> int:
         print(f"{name}: best {latency * 1e3:.4g} ms" if latency is not None else
               f"{name}: not measured")
     if args.relax:
-        from ..tvm._networks import end_to_end_ms
-
         summary["end_to_end_ms"], scheduled = end_to_end_ms(
             network, profile, args.out / "metaschedule", within, packed)
         summary["scheduled_functions"] = scheduled

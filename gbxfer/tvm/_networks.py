@@ -190,27 +190,37 @@ def compile_network(network, database, target, parallel_within: float = PARALLEL
     if not packed:
         return ms.relax_integration.compile_relax(database, network, target, params=None)
 
+    # TVM 0.27's CPU passes (its cpu_generic package does not export the lowering ones, so
+    # relax.pipeline cannot find them and compile_relax uses a copy of the same list)
+    from tvm.relax.backend.cpu_generic import pipeline as cpu
+
     @tvm.transform.module_pass(opt_level=3)
     def pipeline(mod, _context):  # compile_relax's, the weights' rearrangement split off
-        mod = tvm.ir.transform.Sequential(relax.pipeline.library_dispatch_passes(target))(mod)
+        mod = tvm.ir.transform.Sequential(cpu.library_dispatch_passes(target))(mod)
         mod = relax.transform.MetaScheduleApplyDatabase()(prepare(mod, packed=True))
         return tvm.ir.transform.Sequential([
             relax.transform.SplitLayoutRewritePreproc(), relax.transform.LiftTransformParams(),
-            relax.transform.FoldConstant(), *_lower_passes()])(mod)
+            relax.transform.FoldConstant(), relax.transform.DeadCodeElimination(),
+            *cpu.dataflow_lower_passes(target), *cpu.finalize_passes(target)])(mod)
 
     with target, database, tvm.transform.PassContext(opt_level=3):
         return relax.build(network, target=target, relax_pipeline=pipeline)
 
 
-def _lower_passes() -> list:
-    """``compile_relax``'s lowering for a CPU target (TVM 0.27 has no CPU pipeline of its own)."""
-    from tvm import relax
+def packable(network) -> bool:
+    """Whether ``network`` has weights to pack: constants that a kernel reads. Weights given as
+    parameters of ``main`` (beyond its ``num_input``) would have to be packed by the caller:
+    :class:`GbxferError`."""
+    from tvm import relax, tirx
 
-    t = relax.transform
-    return [t.RewriteDataflowReshape(), t.ToNonDataflow(), t.RemovePurityChecking(),
-            t.CallTIRRewrite(), t.StaticPlanBlockMemory(), t.LowerAllocTensor(),
-            t.KillAfterLastUse(), t.LowerRuntimeBuiltin(), t.ComputePrimValue(),
-            t.VMShapeLower(), t.AttachGlobalSymbol()]
+    main = network["main"]
+    inputs = main.attrs.get("num_input") if main.attrs else None
+    if inputs is not None and int(inputs) < len(main.params):
+        raise GbxferError("--weight-layout packed packs weights bound as constants; this "
+                          f"network's main takes {len(main.params) - int(inputs)} as parameters")
+    prepared = relax.transform.AttachAttrLayoutFreeBuffers()(prepare(network))
+    return any(f.attrs and len(f.attrs.get("layout_free_buffers", ())) for f in
+               prepared.functions.values() if isinstance(f, tirx.PrimFunc))
 
 
 def end_to_end_ms(network, profile, folder: Path, parallel_within: float = PARALLEL_WITHIN,
