@@ -36,8 +36,8 @@ after each model, hold every model and seed timed in --work on this machine and 
 (``rows.json`` of each work folder); the libraries and runs under --work. ``--layout nhwc``
 tunes both runs and builds every library with the convolutions in NHWC (``gbxfer tune
 --layout``); a work folder's runs are resumed only with the layout they were tuned in.
-``--weight-layout packed`` does the same for ``gbxfer tune --weight-layout packed`` (rows
-``<model>-packed``).
+``--weight-layout packed`` does the same for ``gbxfer tune --weight-layout packed`` (the rows'
+model and the work folder end in ``-packed``).
 
 Rule for ``gbxfer tune --onnx``'s default layout, written 2026-12-07 15:56 UTC, after seeing
 the first 15 minutes of the Zen 3's nhwc tuning curve (tuning's weighted latency 156 ms where
@@ -301,7 +301,8 @@ def build_points(model_path: Path, runs: dict, args, work: Path) -> list[dict]:
     network, target, builds = None, tvm.target.Target(load_profile(args.hardware).target), []
     within = {m: json.loads((folder / "summary.json").read_text()).get("parallel_within") or 0.0
               for m, folder in runs.items()}
-    packed = args.weight_layout == "packed"
+    packed = {m: json.loads((folder / "summary.json").read_text()).get("weight_layout") ==
+              "packed" for m, folder in runs.items()}  # (as-is where nothing was packable)
     for method, minutes, trials in wanted:
         share = within[method] if trials else 0.0
         path = work / "{}-{}t{}.so".format(method if trials else "untuned", trials,  # 0: untuned
@@ -311,9 +312,10 @@ def build_points(model_path: Path, runs: dict, args, work: Path) -> list[dict]:
                 network = load_onnx(model_path, layout=args.layout)
             database = ms.database.MemoryDatabase() if not trials else \
                 database_prefix(runs[method] / "metaschedule", trials)
+            pack = packed[method] if trials else False
             scheduled[path.name] = "{}/{}".format(*scheduled_functions(network.mod, database,
-                                                                       target, packed))
-            export_module(compile_network(network.mod, database, target, share, packed), path)
+                                                                       target, pack))
+            export_module(compile_network(network.mod, database, target, share, pack), path)
             index.write_text(json.dumps(scheduled, indent=1))
             print(f"built {path.name} ({method}, {minutes:g} min)", flush=True)
         builds.append({"method": method, "minutes": minutes, "trials": trials,

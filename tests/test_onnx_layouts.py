@@ -123,27 +123,47 @@ def test_packed_weights_are_rearranged_once_and_the_interface_is_unchanged(tmp_p
     assert "other arguments" in line and "--weight-layout" in line
 
 
-def test_a_network_without_constant_weights_is_tuned_as_it_is(tmp_path):
-    """A network without constant weights has nothing to pack (as a model without
-    convolutions keeps its layout); weights given as parameters are refused."""
+def test_a_network_without_constant_weights_is_tuned_as_it_is(tmp_path, profile, capsys):
+    """Nothing to pack (as a model without convolutions keeps its layout): tuned and recorded
+    as-is, said on stderr, and the run continues with or without the option; weights given as
+    parameters are refused."""
     from tvm import relax
 
-    from gbxfer.tvm._networks import packable
-    from gbxfer.tvm._onnx import load_onnx
-
-    assert packable(load_onnx(dense_block(tmp_path / "dense.onnx")).mod)
+    from gbxfer.cli import main
+    from gbxfer.tvm._networks import packable, prepare
 
     x, w = (relax.Var(name, relax.TensorType(shape, "float32"))
             for name, shape in (("x", (8, 16)), ("w", (16, 16))))
     builder = relax.BlockBuilder()
     with builder.function("main", [x, w], attrs={"num_input": 1}):
         builder.emit_func_output(builder.emit(relax.op.matmul(x, w)))
-    with pytest.raises(GbxferError, match="takes 1 as parameters"):
-        packable(builder.get())
+    with pytest.raises(GbxferError, match="takes 1 weights as parameters beyond its num_input"):
+        packable(prepare(builder.get(), packed=True))
     relu = write_model(tmp_path / "relu.onnx", [helper.make_node("Relu", ["x"], ["y"])],
                        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])])
-    assert not packable(load_onnx(relu).mod)  # `gbxfer tune` records it as-is
+    out = tmp_path / "run"
+
+    def tune(trials: int, *option: str) -> int:
+        return main(["tune", "--onnx", str(relu), *option, "--hardware", str(profile),
+                     "--trials", str(trials), *TINY, "--out", str(out)])
+
+    assert tune(8, "--weight-layout", "packed") == 0
+    assert "no kernel reads a constant weight; tuned as-is" in capsys.readouterr().err
+    assert json.loads((out / "summary.json").read_text())["weight_layout"] == "as-is"
+    assert "weight_layout" not in json.loads((out / "run.json").read_text())
+    assert tune(16, "--weight-layout", "packed") == 0 and tune(24) == 0  # continued both ways
+    assert json.loads((out / "summary.json").read_text())["continued_from"]
+
+
+def test_packed_weights_are_for_cpu_profiles(tmp_path, capsys):
+    gpu = tmp_path / "gpu.yaml"
+    gpu.write_text("name: gpu\nfamily: gpu\ntarget: {kind: cuda, arch: sm_80}\nthreads: 1\n"
+                   "description: a GPU (test profile)\n")
+    line = run_error(["tune", "--relax", "resnet18", "--weight-layout", "packed", "--hardware",
+                      str(gpu), "--trials", "8", "--out", str(tmp_path / "run"), "-q"], capsys)
+    assert "--weight-layout packed is for CPUs" in line and "cuda" in line
+    assert not (tmp_path / "run").exists()
 
 
 def test_packed_weights_take_a_network(tmp_path, profile, capsys):

@@ -21,7 +21,7 @@ from ..records._parallel import usable_cpus
 from ..records.suite import load_suite
 from ..tvm._networks import PARALLEL_WITHIN, WEIGHT_LAYOUTS, end_to_end_ms
 from ..tvm._onnx import LAYOUTS
-from ._tune_run import earlier_curve, identity
+from ._tune_run import earlier_curve, identity, plot_curve
 from ._common import (a_name, command_stamp, name_list, non_negative_int, positive_float,
                       positive_int, run_folder, share)
 
@@ -101,7 +101,8 @@ def add_parser(verbs, common):
                    help="with --onnx or --relax: as-is (default) or packed: each kernel is "
                         "tuned to read its constant weights rearranged in the order it "
                         "computes, and the build rearranges them once (TVM's "
-                        "cpu_weight_prepack); a network without constant weights is as-is")
+                        "cpu_weight_prepack; CPU profiles); a network without constant "
+                        "weights is tuned as-is")
     p.add_argument("--input-shape", type=input_shape_option, action="append",
                    metavar="NAME=D1,D2,...",
                    help="with --onnx: the shape of input NAME, fixing its dynamic dimensions "
@@ -227,6 +228,9 @@ def run(args) -> int:
                               f"{args.cost_model} takes none")
     args.online = args.online or DEFAULT_MODE
     profile = load_profile(args.hardware)
+    if packed and profile.target.get("kind") != "llvm":
+        raise GbxferError(f"--weight-layout packed is for CPUs: --hardware {profile.name} is a "
+                          f"{profile.target.get('kind')} profile")
     # TVM reads it when its thread pool starts: the network's timings use the profile's threads
     os.environ["TVM_NUM_THREADS"] = str(profile.threads)
     weights = None  # the tasks' own: the suite's, or occurrences in the network
@@ -250,12 +254,13 @@ def run(args) -> int:
             network = onnx_network.mod
         else:
             network = load_network(args.relax)  # compiled as built: compile_network prepares it
-        if packed and profile.target.get("kind") != "llvm":
-            raise GbxferError(f"--weight-layout packed is for CPUs: --hardware {profile.name} "
-                              f"is a {profile.target.get('kind')} profile")
-        if packed and not packable(network):
-            args.weight_layout, packed = "as-is", False  # no constant weights to pack
-        tasks = extract_tasks(prepare(network, packed), tvm.target.Target(profile.target))
+        prepared = prepare(network, packed)
+        if packed and not packable(prepared):
+            print("gbxfer tune: --weight-layout packed: no kernel reads a constant weight; "
+                  "tuned as-is", file=sys.stderr)
+            args.weight_layout, packed = "as-is", False
+            prepared = prepare(network)
+        tasks = extract_tasks(prepared, tvm.target.Target(profile.target))
         if not tasks:  # before OUT is written: MetaSchedule refuses to tune nothing
             raise GbxferError(f"{network_source} {args.onnx or args.relax}: the network has no "
                               "kernels to tune (it computes nothing, or only constants)")
@@ -377,21 +382,3 @@ def onnx_summary(network, session, profile, out: Path, seed: int,
           f"{scheduled[0]} of {scheduled[1]} functions scheduled from the database); library: "
           f"{out / 'module.so'}")
     return part
-
-
-def plot_curve(result, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    total = result.weighted_latency() * 1e3
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
-    for ax, x, label in ((axes[0], result.curve["trials"], "trials"),
-                         (axes[1], result.curve["seconds"], "wall-clock seconds")):
-        ax.step(x, total, where="post")
-        ax.set_xlabel(label)
-        ax.set_ylabel("weighted best latency (ms)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)

@@ -1,4 +1,4 @@
-"""A ``gbxfer tune`` run's folder: what the run is (``OUT/run.json``), and continuing it.
+"""A ``gbxfer tune`` run's folder: what the run is (``OUT/run.json``), continuing it, its curve.
 
 A run records its arguments when it starts. Rerun with the same arguments, a run that was
 stopped (Ctrl-C, or killed) continues where its curve ends, and a finished one continues to a
@@ -113,3 +113,21 @@ def _read_curve(path: Path) -> pd.DataFrame:
     measured = [c for c in curve if c != "weighted_latency"]  # best_<i>: inf until valid
     curve[measured] = curve[measured].apply(pd.to_numeric, errors="coerce")
     return curve.dropna(subset=measured).reset_index(drop=True)  # a row cut off by a kill
+
+
+def plot_curve(result, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    total = result.weighted_latency() * 1e3
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    for ax, x, label in ((axes[0], result.curve["trials"], "trials"),
+                         (axes[1], result.curve["seconds"], "wall-clock seconds")):
+        ax.step(x, total, where="post")
+        ax.set_xlabel(label)
+        ax.set_ylabel("weighted best latency (ms)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -189,6 +189,8 @@ def compile_network(network, database, target, parallel_within: float = PARALLEL
         database = prefer_parallel(database, parallel_within)
     if not packed:
         return ms.relax_integration.compile_relax(database, network, target, params=None)
+    if target.kind.name != "llvm":
+        raise GbxferError(f"packed weights are for CPUs, not a {target.kind.name} target")
 
     # TVM 0.27's CPU passes (its cpu_generic package does not export the lowering ones, so
     # relax.pipeline cannot find them and compile_relax uses a copy of the same list)
@@ -207,18 +209,19 @@ def compile_network(network, database, target, parallel_within: float = PARALLEL
         return relax.build(network, target=target, relax_pipeline=pipeline)
 
 
-def packable(network) -> bool:
-    """Whether ``network`` has weights to pack: constants that a kernel reads. Weights given as
-    parameters of ``main`` (beyond its ``num_input``) would have to be packed by the caller:
-    :class:`GbxferError`."""
-    from tvm import relax, tirx
+def packable(prepared) -> bool:
+    """Whether a network prepared with ``packed`` has weights to pack: constants that a kernel
+    reads. Weights given as parameters of ``main`` (beyond its ``num_input``) would have to be
+    packed by the caller: :class:`GbxferError`."""
+    from tvm import tirx
 
-    main = network["main"]
+    main = prepared["main"]
     inputs = main.attrs.get("num_input") if main.attrs else None
     if inputs is not None and int(inputs) < len(main.params):
-        raise GbxferError("--weight-layout packed packs weights bound as constants; this "
-                          f"network's main takes {len(main.params) - int(inputs)} as parameters")
-    prepared = relax.transform.AttachAttrLayoutFreeBuffers()(prepare(network))
+        raise GbxferError(f"--weight-layout packed: the network's main takes "
+                          f"{len(main.params) - int(inputs)} weights as parameters beyond its "
+                          "num_input; bind them as constants (relax.transform.BindParams) or "
+                          "give --weight-layout as-is")
     return any(f.attrs and len(f.attrs.get("layout_free_buffers", ())) for f in
                prepared.functions.values() if isinstance(f, tirx.PrimFunc))
 
