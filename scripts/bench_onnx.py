@@ -4,7 +4,7 @@
                                  --hardware PROFILE [--seed 0] [--repeats 15] [--jobs N]
                                  [--population N] [--online MODE] [--work DIR]
                                  [--bert-layers 12] [--layout as-is|nhwc]
-                                 [--weight-layout as-is|packed]
+                                 [--weight-layout as-is|packed] [--methods gbxfer,xgb]
                                  [--name bench_onnx]
 
 Builds two real architectures as ONNX graphs in code, with seeded random weights (latency does
@@ -190,6 +190,16 @@ def bert(seed: int = 0, layers: int = 12, seq: int = 128, hidden: int = 768, hea
 
 
 # ---------------------------------------------------------------- tuning and builds
+def method_list(text: str) -> list[str]:
+    """``--methods``: names of ``METHODS``, comma-separated, in ``METHODS``' order."""
+    names = text.split(",")
+    unknown = [name for name in names if name not in METHODS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"{unknown[0]!r}: the methods are "
+                                         f"{','.join(METHODS)}")
+    return [m for m in METHODS if m in names]
+
+
 def cpu_model() -> str:
     """The CPU as lscpu names it, with its family, model and stepping: a KVM guest's model
     name alone can be as generic as "Intel(R) Xeon(R) Processor"."""
@@ -492,6 +502,9 @@ def main() -> None:
                         help="gbxfer tune --online for gbxfer's run (default: a new run "
                              f"{DEFAULT_MODE}, gbxfer tune's default; a run already in --work "
                              "as it was tuned)")
+    parser.add_argument("--methods", type=method_list, default=list(METHODS),
+                        help="the cost models to tune with, of gbxfer,xgb (default: both; a "
+                             "later run adds the other to --work)")
     parser.add_argument("--bert-layers", type=int, default=12)
     parser.add_argument("--layout", choices=list(LAYOUTS), default="as-is",
                         help="gbxfer tune --layout for both runs and every build")
@@ -526,14 +539,15 @@ def main() -> None:
             graph = resnet50(args.seed) if model == "resnet50" else bert(
                 args.seed, layers=args.bert_layers)
             onnx.save(graph, str(path))
-        summaries = {method: tune_run(path, method, args, work / method) for method in METHODS}
+        summaries = {method: tune_run(path, method, args, work / method)
+                     for method in args.methods}
         # blend before the mode was recorded
         online = summaries["gbxfer"].get("online", {}).get("mode", "blend")
         within = {m: s.get("parallel_within") or 0.0 for m, s in summaries.items()}
         if len(set(within.values())) > 1:  # e.g. a run copied in from before the default
             print(f"warning: the runs' libraries are built with different --parallel-within "
                   f"({within}): the ratios between them compare build rules too", flush=True)
-        builds = build_points(path, {m: work / m for m in METHODS}, args, work)
+        builds = build_points(path, {m: work / m for m in args.methods}, args, work)
         rows = []
         for threads in (1, 2):
             rows += [{**row, "seed": args.seed} for row in report(
