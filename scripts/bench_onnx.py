@@ -57,7 +57,10 @@ packed configuration if gbxfer's 1-thread latency over XGBModel's is at most 0.9
 outputs within tolerance. The run does not change ``gbxfer tune --onnx``'s default: no as-is
 BERT run exists on this CPU model to compare with; packed becomes the default once a same-CPU
 pair shows gbxfer's 1-thread latency over ONNX Runtime's at least 5% lower packed than as-is at
-30 minutes, outputs within tolerance.
+30 minutes, outputs within tolerance. Added 2026-12-07 19:44 UTC, during the packed run's
+gbxfer half, before any of its timings: that pair is ``bench_onnx_zen3_bert_packed`` against
+``bench_onnx_zen3_bert`` (``--models bert --seed 0 --minutes 30 --points 15,30 --methods
+gbxfer``, as-is, on the same CPU model and profile, run right after the packed one).
 """
 from __future__ import annotations
 
