@@ -60,7 +60,7 @@ pair shows gbxfer's 1-thread latency over ONNX Runtime's at least 5% lower packe
 30 minutes, outputs within tolerance. Added 2026-12-07 19:44 UTC, during the packed run's
 gbxfer half, before any of its timings: that pair is ``bench_onnx_zen3_bert_packed`` against
 ``bench_onnx_zen3_bert`` (``--models bert --seed 0 --minutes 30 --points 15,30 --methods
-gbxfer``, as-is, on the same CPU model and profile, run right after the packed one).
+gbxfer``, as-is, on the same CPU model and profile).
 """
 from __future__ import annotations
 
