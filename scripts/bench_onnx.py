@@ -312,10 +312,10 @@ def build_points(model_path: Path, runs: dict, args, work: Path) -> list[dict]:
     index = work / "builds.json"  # library name -> scheduled functions
     scheduled = json.loads(index.read_text()) if index.exists() else {}
     network, target, builds = None, tvm.target.Target(load_profile(args.hardware).target), []
-    within = {m: json.loads((folder / "summary.json").read_text()).get("parallel_within") or 0.0
-              for m, folder in runs.items()}
-    packed = {m: json.loads((folder / "summary.json").read_text()).get("weight_layout") ==
-              "packed" for m, folder in runs.items()}  # (as-is where nothing was packable)
+    summaries = {m: json.loads((folder / "summary.json").read_text()) for m, folder in runs.items()}
+    within = {m: s.get("parallel_within") or 0.0 for m, s in summaries.items()}
+    # as each run recorded it (as-is where nothing was packable)
+    packed = {m: s.get("weight_layout") == "packed" for m, s in summaries.items()}
     for method, minutes, trials in wanted:
         share = within[method] if trials else 0.0
         path = work / "{}-{}t{}.so".format(method if trials else "untuned", trials,  # 0: untuned
