@@ -506,8 +506,9 @@ def main() -> None:
                              f"{DEFAULT_MODE}, gbxfer tune's default; a run already in --work "
                              "as it was tuned)")
     parser.add_argument("--methods", type=method_list, default=list(METHODS),
-                        help="the cost models to tune with, of gbxfer,xgb (default: both; a "
-                             "later run adds the other to --work)")
+                        help="the cost models to tune and time, of gbxfer,xgb (default: both; "
+                             "a later run with both tunes only the missing one and times "
+                             "every library together)")
     parser.add_argument("--bert-layers", type=int, default=12)
     parser.add_argument("--layout", choices=list(LAYOUTS), default="as-is",
                         help="gbxfer tune --layout for both runs and every build")
@@ -544,8 +545,9 @@ def main() -> None:
             onnx.save(graph, str(path))
         summaries = {method: tune_run(path, method, args, work / method)
                      for method in args.methods}
-        # blend before the mode was recorded
-        online = summaries["gbxfer"].get("online", {}).get("mode", "blend")
+        # blend before the mode was recorded; none when only XGBModel was asked for
+        online = summaries["gbxfer"].get("online", {}).get("mode", "blend") \
+            if "gbxfer" in summaries else None
         within = {m: s.get("parallel_within") or 0.0 for m, s in summaries.items()}
         if len(set(within.values())) > 1:  # e.g. a run copied in from before the default
             print(f"warning: the runs' libraries are built with different --parallel-within "
