@@ -61,6 +61,18 @@ pair shows gbxfer's 1-thread latency over ONNX Runtime's at least 5% lower packe
 gbxfer half, before any of its timings: that pair is ``bench_onnx_zen3_bert_packed`` against
 ``bench_onnx_zen3_bert`` (``--models bert --seed 0 --minutes 30 --points 15,30 --methods
 gbxfer``, as-is, on the same CPU model and profile).
+
+Rule for packed weights in convolution networks, written 2026-12-07 22:05 UTC, before any
+convolution network was tuned packed (BERT's same-CPU pair showed no gain: 1.306x ONNX Runtime
+packed against 1.258x as-is at 30 minutes): in ``bench_onnx_zen3_resnet50_packed``
+(``--models resnet50 --seed 0 --minutes 30 --points 15,30 --methods gbxfer --layout nhwc
+--weight-layout packed --hardware x86-avx2-1t --work scripts/results/bench_onnx_zen3_packed``)
+against ``bench_onnx_zen3_nhwc`` (the nhwc as-is run of the same seed on the same CPU model,
+its 30-minute point; by the tuning curve's clock a 60-minute run's first 30 minutes are a
+30-minute run's), if gbxfer's 1-thread latency over ONNX Runtime's is at least 5% lower packed
+at 30 minutes, outputs within tolerance, ``gbxfer tune --onnx`` packs the weights by default
+where the network has a convolution task and keeps them as stored otherwise; if not, the
+default stays as-is for every network. One run of each: indicative.
 """
 from __future__ import annotations
 
