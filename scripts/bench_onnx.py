@@ -361,7 +361,6 @@ def time_builds(model_path: Path, builds: list[dict], threads: int, args) -> dic
     against ONNX Runtime's, and seconds per inference of ONNX Runtime and of every library in
     ``args.repeats`` interleaved rounds. Kept in ``timed-<threads>t.json`` beside the model,
     so that a rerun killed during the next thread count resumes there."""
-    env = {**os.environ, "TVM_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads)}
     libraries = list(dict.fromkeys(b["library"] for b in builds))
     spec = {"model": str(model_path), "libraries": libraries, "threads": threads,
             "repeats": args.repeats, "seed": args.seed, "untuned_rounds": 1}
@@ -371,15 +370,23 @@ def time_builds(model_path: Path, builds: list[dict], threads: int, args) -> dic
     kept = model_path.parent / f"timed-{threads}t.json"
     if kept.exists() and (saved := json.loads(kept.read_text()))["spec"] == identity:
         return saved["timed"]
-    result = subprocess.run([sys.executable, __file__, "--time-worker", json.dumps(spec)],
-                            env=env, check=False, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise SystemExit(f"timing at {threads} threads failed:\n{result.stderr[-3000:]}")
-    timed = json.loads(result.stdout.strip().splitlines()[-1])
+    timed = run_timing(spec)
     partial = kept.with_suffix(".partial")
     partial.write_text(json.dumps({"spec": identity, "timed": timed}) + "\n")
     partial.replace(kept)
     return timed
+
+
+def run_timing(spec: dict) -> dict:
+    """:func:`time_worker` on ``spec`` in a fresh process with TVM_NUM_THREADS = its threads
+    (TVM sizes its thread pool once): its timings and output checks."""
+    threads = spec["threads"]
+    env = {**os.environ, "TVM_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads)}
+    result = subprocess.run([sys.executable, __file__, "--time-worker", json.dumps(spec)],
+                            env=env, check=False, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SystemExit(f"timing at {threads} threads failed:\n{result.stderr[-3000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def time_worker(spec: dict) -> None:
