@@ -123,6 +123,31 @@ def test_packed_weights_are_rearranged_once_and_the_interface_is_unchanged(tmp_p
     assert "other arguments" in line and "--weight-layout" in line
 
 
+def test_packed_weights_of_channels_last_convolutions(tmp_path, profile):
+    """A convolution network packed (in NHWC, the default layout): the conv task reads its
+    weights rearranged, the build folds that into the constants and matches ONNX Runtime."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from gbxfer.cli import main
+    from gbxfer.tvm._networks import compile_network
+    from gbxfer.tvm._onnx import load_onnx
+
+    model = residual_block(tmp_path / "residual.onnx")
+    out = tmp_path / "run"
+    assert main(["tune", "--onnx", str(model), "--weight-layout", "packed", "--hardware",
+                 str(profile), "--trials", "16", *TINY, "--parallel-within", "0",
+                 "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["weight_layout"] == "packed" and summary["layout"] == "nhwc"
+    assert summary["outputs_match"] and summary["scheduled_functions"][0] >= 1
+    records = (out / "metaschedule" / "database_tuning_record.json").read_text()
+    assert "layout_rewrite_preproc" in records
+    database = ms.database.JSONDatabase(work_dir=str(out / "metaschedule"))
+    text = compile_network(load_onnx(model).mod, database, tvm.target.Target({"kind": "llvm"}),
+                           0.0, packed=True).as_text()
+    assert "prepacked" in text and "weight_prepack" not in text
+
+
 def test_a_network_without_constant_weights_is_tuned_as_it_is(tmp_path, profile, capsys):
     """Nothing to pack (as a model without convolutions keeps its layout): tuned and recorded
     as-is, said on stderr, and the run continues with or without the option; weights given as

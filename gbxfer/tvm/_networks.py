@@ -226,19 +226,26 @@ def packable(prepared) -> bool:
                prepared.functions.values() if isinstance(f, tirx.PrimFunc))
 
 
-def end_to_end_ms(network, profile, folder: Path, parallel_within: float = PARALLEL_WITHIN,
-                  packed: bool = False) -> tuple[float, tuple[int, int]]:
-    """The network compiled with the tuning database in ``folder`` (``parallel_within``,
-    ``packed``: see :func:`compile_network`), timed (median of 5), and how many of its functions
-    the database scheduled, of how many."""
+def compile_tuned(network, profile, folder: Path, parallel_within: float = PARALLEL_WITHIN,
+                  packed: bool = False) -> tuple:
+    """The network compiled for ``profile`` with the tuning database in ``folder``
+    (``parallel_within``, ``packed``: see :func:`compile_network`), and how many of its
+    functions the database scheduled, of how many."""
     import tvm
     from tvm.s_tir import meta_schedule as ms
 
     database = ms.database.JSONDatabase(work_dir=str(folder))
     target = tvm.target.Target(profile.target)
-    executable = compile_network(network, database, target, parallel_within, packed)
+    return compile_network(network, database, target, parallel_within, packed), \
+        scheduled_functions(network, database, target, packed)
+
+
+def end_to_end_ms(network, profile, folder: Path, parallel_within: float = PARALLEL_WITHIN,
+                  packed: bool = False) -> tuple[float, tuple[int, int]]:
+    """:func:`compile_tuned`'s network timed (median of 5, milliseconds), and its scheduled
+    functions."""
+    executable, scheduled = compile_tuned(network, profile, folder, parallel_within, packed)
     seconds = time_network(executable, network_inputs(network), repeat=5)
-    scheduled = scheduled_functions(network, database, target, packed)
     return 1e3 * float(np.median(seconds)), scheduled
 
 

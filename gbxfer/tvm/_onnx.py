@@ -324,16 +324,13 @@ def check_against_onnxruntime(network: OnnxNetwork, folder: Path, profile: Hardw
     count; TVM on as many) on the same seeded random inputs, compare the outputs and time both
     (median of 5, milliseconds). Returns the summary's ONNX part."""
     import tvm
-    from tvm.s_tir import meta_schedule as ms
 
-    from ._networks import compile_network, scheduled_functions, time_network
+    from ._networks import compile_tuned, time_network
 
     # TVM sizes its thread pool once, from TVM_NUM_THREADS (`gbxfer tune` sets the profile's);
     # the summary states the count it timed with
     tvm_threads = int(tvm.get_global_func("runtime.NumThreads")())
-    database = ms.database.JSONDatabase(work_dir=str(folder))
-    target = tvm.target.Target(profile.target)
-    executable = compile_network(network.mod, database, target, parallel_within, packed)
+    executable, scheduled = compile_tuned(network.mod, profile, folder, parallel_within, packed)
     export_module(executable, out / "module.so")
     feeds = random_inputs(network, seed)
     arrays = list(feeds.values())
@@ -351,4 +348,4 @@ def check_against_onnxruntime(network: OnnxNetwork, folder: Path, profile: Hardw
             "tolerance": {"rtol": RTOL, "atol": ATOL, "rule": "|tvm - onnxruntime| <= atol x "
                           "max|onnxruntime output| + rtol x |onnxruntime|, per output"},
             "outputs_match": all(o["within_tolerance"] for o in outputs.values()),
-            "scheduled_functions": scheduled_functions(network.mod, database, target, packed)}
+            "scheduled_functions": scheduled}
