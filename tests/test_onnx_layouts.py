@@ -68,16 +68,20 @@ def test_convolutions_tvm_cannot_convert_are_one_line(tmp_path, profile, monkeyp
 def test_a_model_without_convolutions_is_tuned_as_it_is(tmp_path):
     from gbxfer.tvm._onnx import load_onnx
 
-    assert load_onnx(attention_block(tmp_path / "attention.onnx"), layout="nhwc").layout == "as-is"
+    network = load_onnx(attention_block(tmp_path / "attention.onnx"), layout="nhwc")
+    assert network.layout == "as-is" and not network.convolutions  # and weights as stored
 
 
-def test_a_run_started_before_nhwc_was_the_default_says_how_to_continue(tmp_path):
+def test_a_run_started_before_a_default_changed_says_how_to_continue(tmp_path):
     from gbxfer.cli._tune_run import RUN, earlier_curve
 
     (tmp_path / RUN).write_text(json.dumps({"seed": 0}))  # as-is: no layout recorded
     (tmp_path / "summary.json").write_text(json.dumps({"trials": 8}))
     with pytest.raises(GbxferError, match="add --layout as-is to continue it"):
         earlier_curve(tmp_path, {"seed": 0, "layout": "nhwc"}, None)
+    with pytest.raises(GbxferError, match="packed weights were the default for convolutions "
+                                          r"\(.*\): add --weight-layout as-is to continue it"):
+        earlier_curve(tmp_path, {"seed": 0, "weight_layout": "packed"}, None)
 
 
 def test_packed_weights_are_rearranged_once_and_the_interface_is_unchanged(tmp_path, profile,
@@ -124,8 +128,9 @@ def test_packed_weights_are_rearranged_once_and_the_interface_is_unchanged(tmp_p
 
 
 def test_packed_weights_of_channels_last_convolutions(tmp_path, profile):
-    """A convolution network packed (in NHWC, the default layout): the conv task reads its
-    weights rearranged, the build folds that into the constants and matches ONNX Runtime."""
+    """A convolution network is packed by default (in NHWC, the default layout): the conv task
+    reads its weights rearranged, the build folds that into the constants and matches ONNX
+    Runtime."""
     from tvm.s_tir import meta_schedule as ms
 
     from gbxfer.cli import main
@@ -134,9 +139,8 @@ def test_packed_weights_of_channels_last_convolutions(tmp_path, profile):
 
     model = residual_block(tmp_path / "residual.onnx")
     out = tmp_path / "run"
-    assert main(["tune", "--onnx", str(model), "--weight-layout", "packed", "--hardware",
-                 str(profile), "--trials", "16", *TINY, "--parallel-within", "0",
-                 "--out", str(out)]) == 0
+    assert main(["tune", "--onnx", str(model), "--hardware", str(profile), "--trials", "16",
+                 *TINY, "--parallel-within", "0", "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["weight_layout"] == "packed" and summary["layout"] == "nhwc"
     assert summary["outputs_match"] and summary["scheduled_functions"][0] >= 1

@@ -98,11 +98,11 @@ def add_parser(verbs, common):
                         "data; default) or as-is (the model's); inputs and outputs keep the "
                         "model's")
     p.add_argument("--weight-layout", choices=WEIGHT_LAYOUTS,
-                   help="with --onnx or --relax: as-is (default) or packed: each kernel is "
-                        "tuned to read its constant weights rearranged in the order it "
-                        "computes, and the build rearranges them once (TVM's "
-                        "cpu_weight_prepack; CPU profiles); a network without constant "
-                        "weights is tuned as-is")
+                   help="with --onnx or --relax: as-is or packed: each kernel is tuned to "
+                        "read its constant weights rearranged in the order it computes, and "
+                        "the build rearranges them once (TVM's cpu_weight_prepack; CPU "
+                        "profiles); a network without constant weights is tuned as-is "
+                        "(default: packed for an --onnx model with convolutions, else as-is)")
     p.add_argument("--input-shape", type=input_shape_option, action="append",
                    metavar="NAME=D1,D2,...",
                    help="with --onnx: the shape of input NAME, fixing its dynamic dimensions "
@@ -217,8 +217,7 @@ def run(args) -> int:
     args.layout = args.layout or ("nhwc" if args.onnx else "as-is")  # (as-is: none converted)
     if args.weight_layout is not None and not network_source:
         raise GbxferError("--weight-layout says how a --relax or --onnx network reads weights")
-    args.weight_layout = args.weight_layout or "as-is"
-    packed = args.weight_layout == "packed"
+    packed = args.weight_layout == "packed"  # (None: --onnx chooses once the model is read)
     if args.parallel_within is not None and not network_source:
         raise GbxferError("--parallel-within chooses the programs a --relax or --onnx network "
                           "is built with")
@@ -250,16 +249,20 @@ def run(args) -> int:
             # both before OUT is written: a model either cannot take fails before tuning
             onnx_network = load_onnx(args.onnx, _input_shapes(args), args.layout)
             args.layout = onnx_network.layout  # (as-is where the model has no convolution)
+            if args.weight_layout is None:  # packed for convolutions (see WEIGHT_LAYOUTS)
+                packed = onnx_network.convolutions
             session = onnxruntime_session(args.onnx, profile.threads)
             network = onnx_network.mod
         else:
             network = load_network(args.relax)  # compiled as built: compile_network prepares it
         prepared = prepare(network, packed)
         if packed and not packable(prepared):
-            print("gbxfer tune: --weight-layout packed: no kernel reads a constant weight; "
-                  "tuned as-is", file=sys.stderr)
-            args.weight_layout, packed = "as-is", False
+            if args.weight_layout == "packed":  # asked for, not the default's choice
+                print("gbxfer tune: --weight-layout packed: no kernel reads a constant weight; "
+                      "tuned as-is", file=sys.stderr)
+            packed = False
             prepared = prepare(network)
+        args.weight_layout = "packed" if packed else "as-is"
         tasks = extract_tasks(prepared, tvm.target.Target(profile.target))
         if not tasks:  # before OUT is written: MetaSchedule refuses to tune nothing
             raise GbxferError(f"{network_source} {args.onnx or args.relax}: the network has no "

@@ -25,6 +25,9 @@ NOT_IDENTITY = {"run", "verb", "quiet", "verbose", "trials", "minutes", "out", "
 # options added after runs were recorded, with the value those runs had: left out at that value,
 # so that the runs continue
 ADDED = {"layout": "as-is", "weight_layout": "as-is"}
+# those of them whose default became another value since: what such a run was started before
+CHANGED = {"layout": "nhwc was the default for convolutions (2026-12-07)",
+           "weight_layout": "packed weights were the default for convolutions (2026-12-07)"}
 
 
 def identity(args, names: list[str], weights: list[float]) -> dict:
@@ -69,9 +72,9 @@ def earlier_curve(out: Path, run: dict, args) -> pd.DataFrame | None:
                           "folder") from None
     differ = sorted(key for key in before.keys() | run.keys()
                     if before.get(key) != run.get(key))
-    if "layout" in differ and "layout" not in before:  # (nhwc, the default since 2026-12-07)
-        raise GbxferError(f"{out}: holds a tuning run of the model's own layout, started before "
-                          "nhwc was the default: add --layout as-is to continue it")
+    for key in (k for k in differ if k in CHANGED and k not in before):
+        raise GbxferError(f"{out}: holds a tuning run started before {CHANGED[key]}: add "
+                          f"{_option(key)} {ADDED[key]} to continue it")
     if differ:
         raise GbxferError(f"{out}: holds a tuning run with other arguments ("
                           f"{', '.join(_option(k) for k in differ)}); rerun it as it was "

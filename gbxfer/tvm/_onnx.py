@@ -51,6 +51,7 @@ class OnnxNetwork:
     outputs: list[str]
     mod: object  # the Relax IRModule: function ``main``, weights bound as constants
     layout: str = "as-is"  # the convolutions' (as-is where the model has none)
+    convolutions: bool = False  # whether the model has any
 
 
 def _nodes(graph):
@@ -184,7 +185,8 @@ def load_onnx(path, input_shapes: dict[str, tuple[int, ...]] | None = None,
     if failure is not None:
         hint = f" (onnx.checker: {checker[0]})" if checker else ""
         raise GbxferError(f"{path}: TVM's ONNX frontend cannot import it: {failure}{hint}")
-    if not any(n.op_type == "Conv" for n in _nodes(model.graph)):
+    convolutions = any(n.op_type == "Conv" for n in _nodes(model.graph))
+    if not convolutions:
         layout = "as-is"  # no convolution to convert
     if LAYOUTS[layout] is not None:
         try:
@@ -193,7 +195,8 @@ def load_onnx(path, input_shapes: dict[str, tuple[int, ...]] | None = None,
             message = str(exc).strip().splitlines()
             raise GbxferError(f"{path}: TVM cannot convert its convolutions to {layout} ("
                               f"{message[-1] if message else exc}); give --layout as-is") from None
-    return OnnxNetwork(path, inputs, [o.name for o in model.graph.output], mod, layout)
+    return OnnxNetwork(path, inputs, [o.name for o in model.graph.output], mod, layout,
+                       convolutions)
 
 
 @contextlib.contextmanager
