@@ -80,6 +80,15 @@ timing of the two runs' 30-minute libraries in the same rounds (``scripts/time_b
 15 rounds, 1 thread): packed where the packed library's latency over the nhwc one's (median of
 the per-round ratios) is at most 0.95, outputs within tolerance. The ratios over ONNX Runtime
 of the rule as first written are reported beside it.
+
+Rule for packing models without convolutions, written 2026-12-07 23:38 UTC, before the timing it
+reads (the unpaired timings had been seen: gbxfer's BERT 1.306x ONNX Runtime packed against
+1.258x and, an hour later, 1.373x as-is; XGBModel's 1.19x packed against 1.44x as-is): BERT's
+30-minute libraries of both runs timed together (``scripts/time_builds.py --name
+time_builds_zen3_bert_packed``, 15 rounds, in the order gbxfer as-is, gbxfer packed, XGBModel
+as-is, XGBModel packed): ``gbxfer tune --onnx`` packs every model's weights by default, not
+only those with convolutions, if gbxfer's packed library over its as-is one is at most 0.95 at
+1 thread, outputs within tolerance; XGBModel's pair is reported beside it.
 """
 from __future__ import annotations
 

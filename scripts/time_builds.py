@@ -9,7 +9,8 @@ work folders (another layout, another weight layout) are compared here instead, 
 ``bench_onnx.py``'s own timing worker (each library's outputs checked against ONNX Runtime's,
 then ONNX Runtime and every library timed once a round, in a seeded shuffled order, mean over
 >= 0.5 s), in one fresh process per thread count. Reported per library: the median latency,
-and the medians of the per-round ratios to ONNX Runtime and to the first library. Every
+and the medians of the per-round ratios to ONNX Runtime, to the first library and to the one
+listed before it (give pairs one after the other), and each round's latency. Every
 library must be built from the same model file (its name and weights). Run on an idle machine.
 Results: scripts/results/<name>.{json,csv}.
 """
@@ -30,13 +31,15 @@ def rows_of(timed: dict, libraries: list[Path], threads: int, cpu: str) -> list[
     first = np.asarray(seconds[libraries[0].name])
     rows = [{"threads": threads, "library": "ONNX Runtime",
              "latency_ms": 1e3 * float(np.median(ort)), "over_onnxruntime": 1.0, "cpu": cpu}]
-    for path in libraries:
+    for i, path in enumerate(libraries):
         s = np.asarray(seconds[path.name])
+        previous = np.asarray(seconds[libraries[max(i - 1, 0)].name])
         rows.append({"threads": threads, "library": str(path),
                      "latency_ms": 1e3 * float(np.median(s)),
                      "over_onnxruntime": float(np.median(s / ort)),
-                     "over_first": float(np.median(s / first)), "cpu": cpu,
-                     **checks[path.name]})
+                     "over_first": float(np.median(s / first)),
+                     "over_previous": float(np.median(s / previous)), "cpu": cpu,
+                     **checks[path.name], "round_ms": [1e3 * float(x) for x in s]})
     return rows
 
 
@@ -67,7 +70,7 @@ def main() -> None:
         rows += rows_of(run_timing(spec), args.libraries, threads, cpu)
         print_table(rows[-len(args.libraries) - 1:],
                     ["threads", "library", "latency_ms", "over_onnxruntime", "over_first",
-                     "max_abs_diff", "within_tolerance"])
+                     "over_previous", "max_abs_diff", "within_tolerance"])
     write_results(args.name, rows, model=str(args.model), repeats=args.repeats,
                   seed=args.seed, cpu=cpu,
                   model_sha256=hashlib.sha256(args.model.read_bytes()).hexdigest())
