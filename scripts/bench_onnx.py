@@ -81,7 +81,7 @@ timing of the two runs' 30-minute libraries in the same rounds (``scripts/time_b
 the per-round ratios) is at most 0.95, outputs within tolerance. The ratios over ONNX Runtime
 of the rule as first written are reported beside it.
 
-Rule for packing models without convolutions, written 2026-12-07 23:38 UTC, before the timing it
+Rule for packing models without convolutions, written 2026-12-07 23:36 UTC, before the timing it
 reads (the unpaired timings had been seen: gbxfer's BERT 1.306x ONNX Runtime packed against
 1.258x and, an hour later, 1.373x as-is; XGBModel's 1.19x packed against 1.44x as-is): BERT's
 30-minute libraries of both runs timed together (``scripts/time_builds.py --name

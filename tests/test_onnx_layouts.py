@@ -147,8 +147,8 @@ def test_packed_weights_of_channels_last_convolutions(tmp_path, profile):
     records = (out / "metaschedule" / "database_tuning_record.json").read_text()
     assert "layout_rewrite_preproc" in records
     database = ms.database.JSONDatabase(work_dir=str(out / "metaschedule"))
-    text = compile_network(load_onnx(model).mod, database, tvm.target.Target({"kind": "llvm"}),
-                           0.0, packed=True).as_text()
+    text = compile_network(load_onnx(model, layout="nhwc").mod, database,
+                           tvm.target.Target({"kind": "llvm"}), 0.0, packed=True).as_text()
     assert "prepacked" in text and "weight_prepack" not in text
 
 
