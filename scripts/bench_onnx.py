@@ -37,7 +37,8 @@ after each model, hold every model and seed timed in --work on this machine and 
 tunes both runs and builds every library with the convolutions in NHWC (``gbxfer tune
 --layout``); a work folder's runs are resumed only with the layout they were tuned in.
 ``--weight-layout packed`` does the same for ``gbxfer tune --weight-layout packed`` (the rows'
-model and the work folder end in ``-packed``).
+model and the work folder end in ``-packed``). Both stay ``as-is`` by default here, whatever
+``gbxfer tune``'s defaults, so that earlier commands rerun as they were.
 
 Rule for ``gbxfer tune --onnx``'s default layout, written 2026-12-07 15:56 UTC, after seeing
 the first 15 minutes of the Zen 3's nhwc tuning curve (tuning's weighted latency 156 ms where

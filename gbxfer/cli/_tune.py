@@ -102,7 +102,8 @@ def add_parser(verbs, common):
                         "read its constant weights rearranged in the order it computes, and "
                         "the build rearranges them once (TVM's cpu_weight_prepack; CPU "
                         "profiles); a network without constant weights is tuned as-is "
-                        "(default: packed for an --onnx model with convolutions, else as-is)")
+                        "(default: packed, every kernel's weights, for an --onnx model with "
+                        "a convolution; as-is otherwise)")
     p.add_argument("--input-shape", type=input_shape_option, action="append",
                    metavar="NAME=D1,D2,...",
                    help="with --onnx: the shape of input NAME, fixing its dynamic dimensions "
@@ -218,6 +219,8 @@ def run(args) -> int:
     if args.weight_layout is not None and not network_source:
         raise GbxferError("--weight-layout says how a --relax or --onnx network reads weights")
     packed = args.weight_layout == "packed"  # (None: --onnx chooses once the model is read)
+    if not network_source:
+        args.weight_layout = "as-is"  # (no network: nothing to pack)
     if args.parallel_within is not None and not network_source:
         raise GbxferError("--parallel-within chooses the programs a --relax or --onnx network "
                           "is built with")
@@ -249,7 +252,7 @@ def run(args) -> int:
             # both before OUT is written: a model either cannot take fails before tuning
             onnx_network = load_onnx(args.onnx, _input_shapes(args), args.layout)
             args.layout = onnx_network.layout  # (as-is where the model has no convolution)
-            if args.weight_layout is None:  # packed for convolutions (see WEIGHT_LAYOUTS)
+            if args.weight_layout is None:  # the default: packed where there are convolutions
                 packed = onnx_network.convolutions
             session = onnxruntime_session(args.onnx, profile.threads)
             network = onnx_network.mod

@@ -25,9 +25,8 @@ NOT_IDENTITY = {"run", "verb", "quiet", "verbose", "trials", "minutes", "out", "
 # options added after runs were recorded, with the value those runs had: left out at that value,
 # so that the runs continue
 ADDED = {"layout": "as-is", "weight_layout": "as-is"}
-# those of them whose default became another value since: what such a run was started before
-CHANGED = {"layout": "nhwc was the default for convolutions (2026-12-07)",
-           "weight_layout": "packed weights were the default for convolutions (2026-12-07)"}
+# those of them whose default is another value since (for an --onnx model with convolutions)
+CHANGED = {"layout": "2026-12-07", "weight_layout": "2026-12-07"}
 
 
 def identity(args, names: list[str], weights: list[float]) -> dict:
@@ -72,9 +71,11 @@ def earlier_curve(out: Path, run: dict, args) -> pd.DataFrame | None:
                           "folder") from None
     differ = sorted(key for key in before.keys() | run.keys()
                     if before.get(key) != run.get(key))
-    for key in (k for k in differ if k in CHANGED and k not in before):
-        raise GbxferError(f"{out}: holds a tuning run started before {CHANGED[key]}: add "
-                          f"{_option(key)} {ADDED[key]} to continue it")
+    former = [k for k in differ if k in CHANGED and k not in before]
+    if former:  # tuned with the former value, given or by default then
+        options = " ".join(f"{_option(k)} {ADDED[k]}" for k in former)
+        raise GbxferError(f"{out}: holds a tuning run with {options} (the default before "
+                          f"{max(CHANGED[k] for k in former)}): add {options} to continue it")
     if differ:
         raise GbxferError(f"{out}: holds a tuning run with other arguments ("
                           f"{', '.join(_option(k) for k in differ)}); rerun it as it was "
