@@ -26,6 +26,7 @@ from bench_onnx import cpu_model, run_timing
 
 
 def rows_of(timed: dict, libraries: list[Path], threads: int, cpu: str) -> list[dict]:
+    """One row for ONNX Runtime and one per library; ratios are medians of per-round ratios."""
     seconds, checks = timed["seconds"], timed["checks"]
     ort = np.asarray(seconds["onnxruntime"])
     first = np.asarray(seconds[libraries[0].name])
@@ -65,8 +66,7 @@ def main() -> None:
     rows = []
     for threads in [int(t) for t in args.threads.split(",")]:
         spec = {"model": str(args.model), "libraries": [str(p) for p in args.libraries],
-                "threads": threads, "repeats": args.repeats, "seed": args.seed,
-                "untuned_rounds": 1}
+                "threads": threads, "repeats": args.repeats, "seed": args.seed}
         rows += rows_of(run_timing(spec), args.libraries, threads, cpu)
         print_table(rows[-len(args.libraries) - 1:],
                     ["threads", "library", "latency_ms", "over_onnxruntime", "over_first",

@@ -227,7 +227,7 @@ def packable(prepared) -> bool:
 
 
 def compile_tuned(network, profile, folder: Path, parallel_within: float = PARALLEL_WITHIN,
-                  packed: bool = False) -> tuple:
+                  packed: bool = False) -> tuple[object, tuple[int, int]]:
     """The network compiled for ``profile`` with the tuning database in ``folder``
     (``parallel_within``, ``packed``: see :func:`compile_network`), and how many of its
     functions the database scheduled, of how many."""
