@@ -139,7 +139,7 @@ def test_packed_weights_of_channels_last_convolutions(tmp_path, profile):
 
     model = residual_block(tmp_path / "residual.onnx")
     out = tmp_path / "run"
-    assert main(["tune", "--onnx", str(model), "--hardware", str(profile), "--trials", "16",
+    assert main(["tune", "--onnx", str(model), "--hardware", str(profile), "--trials", "8",
                  *TINY, "--parallel-within", "0", "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["weight_layout"] == "packed" and summary["layout"] == "nhwc"
