@@ -323,11 +323,13 @@ def cut_trials(curves: dict, minutes: float, args) -> dict:
             else 0 for m, c in curves.items()}
 
 
-def build_points(model_path: Path, runs: dict, args, work: Path) -> list[dict]:
+def build_points(model_path: Path, runs: dict, summaries: dict, args,
+                 work: Path) -> list[dict]:
     """Libraries of the untuned model and of each run's database at each point, named by
     their trial count (a library is compiled once and kept), each built as its run's `gbxfer
     tune` built its network: with the summary's ``parallel_within`` (0, as tuned, for runs
-    from before it was recorded or became 0.02 by default on 2026-12-05)."""
+    from before it was recorded or became 0.02 by default on 2026-12-05); ``summaries``: each
+    run's summary.json, as read."""
     import tvm
     from tvm.s_tir import meta_schedule as ms
 
@@ -341,7 +343,6 @@ def build_points(model_path: Path, runs: dict, args, work: Path) -> list[dict]:
     index = work / "builds.json"  # library name -> scheduled functions
     scheduled = json.loads(index.read_text()) if index.exists() else {}
     network, target, builds = None, tvm.target.Target(load_profile(args.hardware).target), []
-    summaries = {m: json.loads((folder / "summary.json").read_text()) for m, folder in runs.items()}
     within = {m: s.get("parallel_within") or 0.0 for m, s in summaries.items()}
     # as each run recorded it (as-is where nothing was packable)
     packed = {m: s.get("weight_layout") == "packed" for m, s in summaries.items()}
@@ -588,7 +589,7 @@ def main() -> None:
         if len(set(within.values())) > 1:  # e.g. a run copied in from before the default
             print(f"warning: the runs' libraries are built with different --parallel-within "
                   f"({within}): the ratios between them compare build rules too", flush=True)
-        builds = build_points(path, {m: work / m for m in args.methods}, args, work)
+        builds = build_points(path, {m: work / m for m in args.methods}, summaries, args, work)
         rows = []
         for threads in (1, 2):
             rows += [{**row, "seed": args.seed} for row in report(

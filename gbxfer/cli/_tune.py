@@ -219,8 +219,6 @@ def run(args) -> int:
     if args.weight_layout is not None and not network_source:
         raise GbxferError("--weight-layout says how a --relax or --onnx network reads weights")
     packed = args.weight_layout == "packed"  # (None: --onnx chooses once the model is read)
-    if not network_source:
-        args.weight_layout = "as-is"  # (no network: nothing to pack)
     if args.parallel_within is not None and not network_source:
         raise GbxferError("--parallel-within chooses the programs a --relax or --onnx network "
                           "is built with")
@@ -265,7 +263,6 @@ def run(args) -> int:
                       "tuned as-is", file=sys.stderr)
             packed = False
             prepared = prepare(network)
-        args.weight_layout = "packed" if packed else "as-is"
         tasks = extract_tasks(prepared, tvm.target.Target(profile.target))
         if not tasks:  # before OUT is written: MetaSchedule refuses to tune nothing
             raise GbxferError(f"{network_source} {args.onnx or args.relax}: the network has no "
@@ -283,6 +280,7 @@ def run(args) -> int:
         elif args.network:
             suite, weights = suite.network(args.network)
         tasks = list(suite.tasks)
+    args.weight_layout = "packed" if packed else "as-is"  # as tuned (a suite's: nothing packed)
     if args.cost_model == "gbxfer":
         from ..tvm import GbxferCostModel
 
