@@ -15,6 +15,7 @@ import hashlib
 import numpy as np
 
 from .errors import GbxferError
+from .records.columns import isin
 
 KINDS = ("within-task", "by-task", "by-network", "by-hardware", "by-machine")
 HELD_OUT = {"by-hardware": ("hardware_family", "hardware family"),
@@ -112,7 +113,7 @@ def paired_test_mask(dataset, test_mask, among=None) -> np.ndarray:
     among = np.ones(len(test), dtype=bool) if among is None else np.asarray(among)
     program_ids = dataset.records["program_id"]
     train_programs = set(program_ids[among & ~test])
-    return among & test & program_ids.isin(train_programs).to_numpy()
+    return among & test & isin(program_ids, train_programs)
 
 
 def leave_one_network_out(dataset) -> dict[str, np.ndarray]:

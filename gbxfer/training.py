@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .records.dataset import Dataset
+from .records.columns import isin
 from .errors import GbxferError
 from .features import HARDWARE_FIELDS, FeatureMatrix, build, target_only_rows
 from .metrics import ranking_report
@@ -129,7 +130,7 @@ def evaluation_mask(model: SavedModel, dataset: Dataset) -> tuple[np.ndarray, np
     program is measured on training hardware too)."""
     records = dataset.records
     valid = records["valid"].to_numpy(dtype=bool)
-    mask = valid & ~records["record_id"].isin(set(model.train_record_ids)).to_numpy()
+    mask = valid & ~isin(records["record_id"], model.train_record_ids)
     paired = np.zeros(len(records), dtype=bool)
     if model.split:
         spec = SplitSpec.from_dict(model.split)

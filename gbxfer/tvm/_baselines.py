@@ -15,6 +15,7 @@ import numpy as np
 import orjson
 
 from ._per_store import load_workload, measure_candidates
+from ..records.columns import isin
 from ._intrinsics import import_tensor_intrinsics
 
 
@@ -38,7 +39,7 @@ class XGBModelBaseline:
         extractor = ms.feature_extractor.PerStoreFeature()  # XGBModel's default extractor
         for task_key, t in dataset.records.groupby("task_key", sort=True):
             todo = t.drop_duplicates("program_id")
-            todo = todo[~todo["program_id"].isin(self.cache)]
+            todo = todo[~isin(todo["program_id"], self.cache)]
             if len(todo):
                 start = time.perf_counter()
                 mod = load_workload(task_key, tasks.loc[task_key, "workload"])

@@ -36,6 +36,7 @@ from ..hardware.profiles import HardwareProfile
 from ..errors import GbxferError
 from ..manifests import write_file
 from ..records.targets import machine_identity
+from ..records.columns import isin
 from ..records.suite import Task
 from ._builder import PooledBuilder
 from ._collect_plan import CollectPlan, close_runner, make_runner
@@ -184,7 +185,7 @@ class Collector:
                                                  plan.replay_rounds)[part]]
             done = set.intersection(*(self.databases[p.name].done.get(key, set())
                                       for p in plan.profiles))
-            skipped = share["program_id"].isin(done)  # a resumed run skips them unbuilt
+            skipped = isin(share["program_id"], done)  # a resumed run skips them unbuilt
             self.stats["skipped_done"] += int(skipped.sum()) * len(plan.profiles)
             bar.update(int(skipped.sum()) * len(plan.profiles))
             share = share[~skipped]

@@ -18,6 +18,7 @@ import orjson
 import pandas as pd
 from tqdm.auto import tqdm
 
+from ..records.columns import isin
 from ._intrinsics import import_tensor_intrinsics
 
 log = logging.getLogger("gbxfer")
@@ -99,8 +100,8 @@ def per_store_features(dataset, progress: bool = True, use_cache: bool = True,
     records = records[records["source_format"] == "metaschedule"]
     done = None
     if precomputed is not None:
-        done = precomputed[precomputed.index.isin(records["program_id"])]
-        records = records[~records["program_id"].isin(done.index)]
+        done = precomputed[isin(precomputed.index, records["program_id"])]
+        records = records[~isin(records["program_id"], done.index)]
     tasks = dataset.tasks.set_index("task_key")
     folder = cache_dir()
     frames = []
@@ -109,7 +110,7 @@ def per_store_features(dataset, progress: bool = True, use_cache: bool = True,
         # the task key comes from the data: hashed, never a path
         cache = folder / f"{hashlib.sha256(task_key.encode()).hexdigest()[:32]}.parquet"
         cached = pd.read_parquet(cache) if use_cache and cache.exists() else None
-        todo = group if cached is None else group[~group["program_id"].isin(cached.index)]
+        todo = group if cached is None else group[~isin(group["program_id"], cached.index)]
         if len(todo):
             mod = load_workload(task_key, tasks.loc[task_key, "workload"])
             if mod is None:
