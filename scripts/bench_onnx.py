@@ -1,16 +1,18 @@
 """ONNX models tuned by gbxfer and by TVM's XGBModel, against ONNX Runtime on the same machine.
 
-    python scripts/bench_onnx.py [--models resnet50,bert] [--minutes 60] [--points 15,30,60]
+    python scripts/bench_onnx.py [--models resnet50,bert,squeezenet] [--minutes 60]
+                                 [--points 15,30,60]
                                  --hardware PROFILE [--seed 0] [--repeats 15] [--jobs N]
                                  [--population N] [--online MODE] [--work DIR]
                                  [--bert-layers 12] [--layout as-is|nhwc]
                                  [--weight-layout as-is|packed] [--methods gbxfer,xgb]
                                  [--name bench_onnx]
 
-Builds two real architectures as ONNX graphs in code, with seeded random weights (latency does
+Builds real architectures as ONNX graphs in code, with seeded random weights (latency does
 not depend on their values): ResNet-50 (batch 1, 3 x 224 x 224, NCHW, batch norm folded into
-the convolutions' bias) and a BERT-base encoder (12 layers, hidden 768, 12 heads, FFN 3072,
-GELU, LayerNormalization; batch 1, sequence 128; hidden states in). Tunes each on --hardware
+the convolutions' bias), a BERT-base encoder (12 layers, hidden 768, 12 heads, FFN 3072,
+GELU, LayerNormalization; batch 1, sequence 128; hidden states in) and, asked for by name,
+SqueezeNet 1.1 (batch 1, 3 x 224 x 224, NCHW). Tunes each on --hardware
 (give this machine's native ISA at 1 thread, e.g. spr-avx512-1t) for --minutes with ``gbxfer
 tune --onnx`` and the gbxfer cost model (the pretrained model, online updates), and with
 ``--cost-model xgb`` (TVM's XGBModel), both with ``--jobs`` (threads searching, workers
@@ -90,6 +92,19 @@ time_builds_zen3_bert_packed``, 15 rounds, in the order gbxfer as-is, gbxfer pac
 as-is, XGBModel packed): ``gbxfer tune --onnx`` packs every model's weights by default, not
 only those with convolutions, if gbxfer's packed library over its as-is one is at most 0.95 at
 1 thread, outputs within tolerance; XGBModel's pair is reported beside it.
+
+Rule for the defaults on a CNN outside the suite, written 2026-12-08 01:20 UTC, before
+SqueezeNet 1.1 (``--models squeezenet``: none of its convolution shapes is a suite task) was
+tuned with any setting: ``gbxfer tune --onnx``'s defaults for convolution networks (``--layout
+nhwc --weight-layout packed``, chosen on ResNet-50, whose NHWC convolutions the pretrained model
+trained on) are tried against the model's own layouts (``as-is``, ``as-is``), gbxfer only, seed
+0, 30 minutes, points 15 and 30, x86-avx2-1t, work folder ``scripts/results/bench_onnx_zen3_sq``
+(``--name bench_onnx_zen3_squeezenet_asis`` and ``..._default``), then both 30-minute libraries
+timed together (``scripts/time_builds.py --name time_builds_zen3_squeezenet``, 15 rounds, as-is
+first). The defaults hold on this network if the default library's 1-thread latency over the
+as-is one's is at most 0.95, outputs within tolerance; if it is 1.05 or more they hurt it, and
+README and ``gbxfer tune --help`` say that the layout defaults were chosen on ResNet-50 and lost
+on SqueezeNet; in between, no difference this machine can show. One run each: indicative.
 """
 from __future__ import annotations
 
@@ -185,6 +200,36 @@ def resnet50(seed: int = 0):
     return g.model([("data", [1, 3, 224, 224])], x, [1, 1000])
 
 
+def squeezenet(seed: int = 0):
+    """SqueezeNet 1.1 (Iandola et al. 2016; torchvision's layers): fire modules, a 1x1
+    squeeze convolution then 1x1 and 3x3 expand convolutions concatenated. Its convolution
+    shapes are none of the suite's: a CNN the pretrained model never saw."""
+    g = Graph(seed)
+
+    def conv(x, cin, cout, k, stride=1, pad=None):
+        w = g.weight((cout, cin, k, k), np.sqrt(2.0 / (cin * k * k)))
+        return g.op("Relu", [g.op("Conv", [x, w, g.weight((cout,), 0.1)], kernel_shape=[k, k],
+                                  strides=[stride, stride],
+                                  pads=[k // 2 if pad is None else pad] * 4)])
+
+    def fire(x, cin, squeeze, expand):
+        s = conv(x, cin, squeeze, 1)
+        return g.op("Concat", [conv(s, squeeze, expand, 1), conv(s, squeeze, expand, 3)],
+                    axis=1)
+
+    def pool(x):
+        return g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+
+    x = pool(conv("data", 3, 64, 3, stride=2, pad=0))
+    x = pool(fire(fire(x, 64, 16, 64), 128, 16, 64))
+    x = pool(fire(fire(x, 128, 32, 128), 256, 32, 128))
+    for cin, squeeze, expand in ((256, 48, 192), (384, 48, 192), (384, 64, 256),
+                                 (512, 64, 256)):
+        x = fire(x, cin, squeeze, expand)
+    x = g.op("Flatten", [g.op("GlobalAveragePool", [conv(x, 512, 1000, 1)])])
+    return g.model([("data", [1, 3, 224, 224])], x, [1, 1000])
+
+
 def bert(seed: int = 0, layers: int = 12, seq: int = 128, hidden: int = 768, heads: int = 12,
          ffn: int = 3072):
     g = Graph(seed)
@@ -219,6 +264,9 @@ def bert(seed: int = 0, layers: int = 12, seq: int = 128, hidden: int = 768, hea
             g.const(1.0, np.float32)])])
         x = layer_norm(g.op("Add", [dense(gelu, ffn, hidden), x]))
     return g.model([("hidden_states", [1, seq, hidden])], x, [1, seq, hidden])
+
+
+MODELS = {"resnet50": resnet50, "squeezenet": squeezenet}  # and bert, with --bert-layers
 
 
 # ---------------------------------------------------------------- tuning and builds
@@ -523,7 +571,8 @@ def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--time-worker":
         return time_worker(json.loads(sys.argv[2]))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default="resnet50,bert")
+    parser.add_argument("--models", default="resnet50,bert",
+                        help="of resnet50, bert and squeezenet (default: resnet50,bert)")
     parser.add_argument("--minutes", type=float, default=60.0)
     parser.add_argument("--points", default="15,30,60",
                         type=lambda s: [float(x) for x in s.split(",")])
@@ -554,6 +603,10 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=RESULTS / "bench_onnx")
     parser.add_argument("--name", default="bench_onnx")
     args = parser.parse_args()
+    unknown = set(args.models.split(",")) - {"bert", *MODELS}
+    if unknown:
+        parser.error(f"--models: {sorted(unknown)[0]!r}; the models are "
+                     f"{','.join(['bert', *MODELS])}")
     if args.jobs < 1 or (args.population is not None and args.population < 1):
         parser.error("--jobs and --population: at least 1")
     from gbxfer.tvm._tune import GBXFER_POPULATION
@@ -577,8 +630,8 @@ def main() -> None:
         same_machine(work / "machine.json", cpu, args.hardware)
         path = work / f"{model}.onnx"
         if not path.exists():
-            graph = resnet50(args.seed) if model == "resnet50" else bert(
-                args.seed, layers=args.bert_layers)
+            graph = bert(args.seed, layers=args.bert_layers) if model == "bert" \
+                else MODELS[model](args.seed)
             onnx.save(graph, str(path))
         summaries = {method: tune_run(path, method, args, work / method)
                      for method in args.methods}
