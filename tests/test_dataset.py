@@ -157,3 +157,16 @@ def test_a_part_is_read_one_row_group_at_a_time(ansor_a100_dataset, tmp_path, mo
     if order == "sorted":  # the statistics skip the row groups of other tasks unread
         assert len(reads) - len(whole) < groups / 2
     assert Dataset.load(path, tasks=["no such task"]).records.empty
+
+
+def test_isin_agrees_with_pandas_on_string_columns_and_indexes():
+    import pandas as pd
+
+    from gbxfer.records.columns import isin
+
+    column = pd.Series(["a", "b", "c", "a", None], dtype="str")
+    for values in ({"a", "c"}, ["b"], pd.Index(["c", "z"]), {"a": 1}, set(), column[:2]):
+        expected = column.isin(values).to_numpy()
+        assert isin(column, values).dtype == bool
+        assert (isin(column, values) == expected).all()
+        assert (isin(pd.Index(column), values) == pd.Index(column).isin(values)).all()

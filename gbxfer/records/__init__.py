@@ -5,6 +5,7 @@ the readers of foreign measurement formats, and the workload suites that gbxfer 
 - :mod:`~gbxfer.records.targets` — TVM targets and the hardware identity derived from them;
 - :mod:`~gbxfer.records.formats` — MetaSchedule databases and Ansor/TenSet logs;
 - :mod:`~gbxfer.records.dataset` — :class:`Dataset`, its Parquet files and manifest;
+- :mod:`~gbxfer.records.columns` — fast membership tests on its string columns;
 - :mod:`~gbxfer.records.ingest` — :func:`ingest`, any mix of sources into one dataset;
 - :mod:`~gbxfer.records.suite` — workload suites (``configs/workloads/*.yaml``).
 """
