@@ -105,6 +105,11 @@ first). The defaults hold on this network if the default library's 1-thread late
 as-is one's is at most 0.95, outputs within tolerance; if it is 1.05 or more they hurt it, and
 README and ``gbxfer tune --help`` say that the layout defaults were chosen on ResNet-50 and lost
 on SqueezeNet; in between, no difference this machine can show. One run each: indicative.
+Clarified 2026-12-08 03:54 UTC, after the as-is run and its timings against ONNX Runtime (1.94x
+at 30 minutes) and before the default run was started, thresholds unchanged: the default run is
+the as-is run's command with ``--layout nhwc --weight-layout packed``, and the ratio read is
+``time_builds.py``'s 1-thread ``over_first`` (the median of the per-round ratios, as-is listed
+first).
 """
 from __future__ import annotations
 
